@@ -1,0 +1,155 @@
+"""Request/response headers and size-prefixed framing (sans-IO).
+
+A Kafka frame is an int32 size followed by that many bytes.  A request frame
+holds a request header (v1, or v2 in flexible versions, whose client id stays a
+classic nullable string) and the request body; a response frame holds a
+response header (v0, or v1 with a tagged-field section) and the body.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from rackafka.errors import KafkaProtocolError
+from rackafka.protocol import primitives as p
+from rackafka.protocol.schema import Api
+
+_SIZE = struct.Struct(">i")
+_HEADER = struct.Struct(">hhi")
+_CORR = struct.Struct(">i")
+
+#: Frames larger than this are refused rather than buffered (a garbage size
+#: prefix must not make us wait for, or allocate, gigabytes).
+DEFAULT_MAX_FRAME_SIZE = 256 * 1024 * 1024
+
+_read_client_id, _write_client_id = p.string_codec(compact=False, nullable=True)
+
+
+@dataclass(frozen=True)
+class RequestHeader:
+    """A decoded request header."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+
+
+def encode_request(
+    api: Api, version: int, correlation_id: int, client_id: str | None, request: Any
+) -> bytes:
+    """Encode a whole request frame: size prefix, header and body."""
+    body = api.encode_request(version, request)
+    out = bytearray(_SIZE.size)
+    out += _HEADER.pack(api.key, version, correlation_id)
+    _write_client_id(out, client_id)
+    if api.request_header_version(version) >= 2:
+        out.append(0)  # no tagged fields in the header
+    out += body
+    _SIZE.pack_into(out, 0, len(out) - _SIZE.size)
+    return bytes(out)
+
+
+def _skip_tagged(buf: bytes, pos: int) -> int:
+    count, pos = p.read_uvarint(buf, pos)
+    for _ in range(count):
+        _tag, pos = p.read_uvarint(buf, pos)
+        size, pos = p.read_uvarint(buf, pos)
+        pos += size
+    if pos > len(buf):
+        raise KafkaProtocolError("header tagged fields run past the end of the frame")
+    return pos
+
+
+def decode_request_header(buf: bytes) -> tuple[RequestHeader, int]:
+    """Decode the header of a request frame body (without its size prefix).
+
+    Returns the header and the offset of the body.  Only the classic fields are
+    read; the caller, knowing the API, skips the v2 tagged section with
+    :func:`skip_request_header_tags`.
+    """
+    try:
+        api_key, version, corr = _HEADER.unpack_from(buf, 0)
+        client_id, pos = _read_client_id(buf, _HEADER.size)
+    except (struct.error, IndexError) as exc:
+        raise KafkaProtocolError(f"truncated request header ({len(buf)} bytes)") from exc
+    return RequestHeader(api_key, version, corr, client_id), pos
+
+
+def skip_request_header_tags(buf: bytes, pos: int) -> int:
+    """Skip the tagged-field section of a v2 request header."""
+    try:
+        return _skip_tagged(buf, pos)
+    except IndexError as exc:
+        raise KafkaProtocolError("truncated request header tagged fields") from exc
+
+
+def encode_response(api: Api, version: int, correlation_id: int, response: Any) -> bytes:
+    """Encode a whole response frame (used by tests and the embedded tooling)."""
+    out = bytearray(_SIZE.size)
+    out += _CORR.pack(correlation_id)
+    if api.response_header_version(version) >= 1:
+        out.append(0)
+    out += api.encode_response(version, response)
+    _SIZE.pack_into(out, 0, len(out) - _SIZE.size)
+    return bytes(out)
+
+
+def peek_correlation_id(frame: bytes) -> int:
+    """The correlation id that starts every response frame body."""
+    if len(frame) < 4:
+        raise KafkaProtocolError(f"response frame of {len(frame)} bytes has no correlation id")
+    return int(_CORR.unpack_from(frame, 0)[0])
+
+
+def decode_response(api: Api, version: int, frame: bytes) -> Any:
+    """Decode a response frame body (without its size prefix)."""
+    pos = 4
+    if api.response_header_version(version) >= 1:
+        try:
+            pos = _skip_tagged(frame, pos)
+        except IndexError as exc:
+            raise KafkaProtocolError("truncated response header") from exc
+    return api.decode_response(version, frame, pos)
+
+
+class FrameBuffer:
+    """Accumulates bytes from a stream and splits them into frames.
+
+    ``feed`` data as it arrives, then take complete frame bodies (without the
+    size prefix) from ``frames()``.  A negative or oversized size prefix raises
+    :class:`KafkaProtocolError`: the stream cannot be resynchronised after it.
+    """
+
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+        self._buf = bytearray()
+        self._max = max_frame_size
+
+    def feed(self, data: bytes) -> None:
+        self._buf += data
+
+    def frames(self) -> list[bytes]:
+        out = []
+        buf = self._buf
+        pos = 0
+        n = len(buf)
+        while n - pos >= 4:
+            size = _SIZE.unpack_from(buf, pos)[0]
+            if size < 0 or size > self._max:
+                raise KafkaProtocolError(
+                    f"invalid frame size {size} (allowed 0 to {self._max} bytes)"
+                )
+            if n - pos - 4 < size:
+                break
+            out.append(bytes(buf[pos + 4 : pos + 4 + size]))
+            pos += 4 + size
+        if pos:
+            del buf[:pos]
+        return out
+
+    @property
+    def pending(self) -> int:
+        """Bytes buffered that do not yet form a whole frame."""
+        return len(self._buf)
