@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import struct
 import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
+from functools import partial
+from typing import Any, ClassVar
 
 from rackafka.errors import KafkaProtocolError
 from rackafka.protocol import primitives as p
@@ -142,7 +144,7 @@ class Array(Type):
                     f"array of {n} items at offset {pos} cannot fit in the remaining "
                     f"{len(buf) - pos} bytes"
                 )
-            items = []
+            items: list[Any] = []
             append = items.append
             for _ in range(n):
                 item, pos = read_item(buf, pos)
@@ -219,9 +221,7 @@ class StructValue:
             else:
                 object.__setattr__(self, f.name, f.default_value())
         if kwargs:
-            raise TypeError(
-                f"{type(self).__name__} has no field(s) {', '.join(sorted(kwargs))}"
-            )
+            raise TypeError(f"{type(self).__name__} has no field(s) {', '.join(sorted(kwargs))}")
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
@@ -338,12 +338,11 @@ class Struct(Type):
         tagged_sorted = sorted(tagged.items())
 
         def write_struct(out: bytearray, value: Any) -> None:
+            get: Callable[[str, Any], Any]
             if isinstance(value, Mapping):
                 get = value.get
             else:
-
-                def get(name: str, default: Any, _v: Any = value) -> Any:
-                    return getattr(_v, name, default)
+                get = partial(getattr, value)
 
             for name, _rd, wr, default in regular:
                 v = get(name, _MISSING)

@@ -1,6 +1,6 @@
 """ApiVersions (key 18), versions 0-3; flexible from v3."""
 
-from rackafka.protocol.schema import BOOL, INT16, INT32, INT64, STRING, Api, A, F, S
+from rackafka.protocol.schema import BOOL, INT16, INT32, INT64, STRING, A, Api, F, S
 
 API_VERSIONS = Api(
     key=18,

@@ -1,0 +1,350 @@
+"""One asyncio connection to one broker.
+
+Frames go out as soon as they are encoded and many requests may be in flight
+at once (pipelining); a single reader task splits the incoming stream into
+frames and hands each decoded response to the waiter with the same correlation
+id.  Any failure of the stream fails every waiter with
+:class:`~rackafka.errors.KafkaConnectionError` and closes the connection; a
+request that times out closes it too (responses arrive in order, so a missing
+one means the stream is stuck).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from rackafka.errors import (
+    KafkaConnectionError,
+    KafkaError,
+    KafkaProtocolError,
+    KafkaTimeoutError,
+    UnsupportedVersionError,
+)
+from rackafka.protocol import frames
+from rackafka.protocol.apis.api_versions import API_VERSIONS
+from rackafka.protocol.schema import Api
+from rackafka.protocol.versions import VersionTable
+
+log = logging.getLogger(__name__)
+
+StreamPair = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+#: Opens a stream to ``(host, port)``.  The seam for TLS and other transports.
+Connector = Callable[[str, int], Awaitable[StreamPair]]
+
+CLIENT_SOFTWARE_NAME = "rackafka"
+_READ_CHUNK = 1 << 20
+_UNSUPPORTED_VERSION = 35
+
+
+async def plaintext_connector(host: str, port: int) -> StreamPair:
+    """Open a plain TCP stream (``security_protocol="PLAINTEXT"``)."""
+    return await asyncio.open_connection(host, port, limit=_READ_CHUNK)
+
+
+@dataclass
+class ConnectionStats:
+    """Counters of one connection, for observability."""
+
+    requests: int = 0
+    bytes_sent: int = 0
+    bytes_received: int = 0
+
+
+class Connection:
+    """A connection to one broker, with requests pipelined over it.
+
+    Create one with :meth:`open`; it negotiates API versions before it is
+    returned.  :meth:`request` sends a request and waits for its response.
+    """
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        *,
+        host: str,
+        port: int,
+        node_id: int | None = None,
+        client_id: str | None = "rackafka",
+        request_timeout_ms: int = 40000,
+        max_frame_size: int = frames.DEFAULT_MAX_FRAME_SIZE,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.node_id = node_id
+        self.client_id = client_id
+        self.request_timeout = request_timeout_ms / 1000
+        self.versions: VersionTable | None = None
+        self.stats = ConnectionStats()
+        self.last_used = time.monotonic()
+        self._reader = reader
+        self._writer = writer
+        self._frames = frames.FrameBuffer(max_frame_size)
+        self._waiters: dict[int, tuple[asyncio.Future[Any], Api, int]] = {}
+        self._corr = itertools.count(1)
+        self._closed: BaseException | None = None
+        self._close_callbacks: list[Callable[[Connection, BaseException], None]] = []
+        self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
+
+    # -- lifecycle -------------------------------------------------------------
+
+    @classmethod
+    async def open(
+        cls,
+        host: str,
+        port: int,
+        *,
+        node_id: int | None = None,
+        client_id: str | None = "rackafka",
+        connector: Connector = plaintext_connector,
+        connect_timeout_ms: int | None = None,
+        request_timeout_ms: int = 40000,
+        negotiate: bool = True,
+        client_software_version: str = "0",
+    ) -> Connection:
+        """Connect to ``host:port`` and negotiate API versions.
+
+        Raises:
+            KafkaConnectionError: the broker cannot be reached in time, or the
+                connection broke during negotiation.
+        """
+        timeout = (
+            connect_timeout_ms if connect_timeout_ms is not None else request_timeout_ms
+        ) / 1000
+        try:
+            reader, writer = await asyncio.wait_for(connector(host, port), timeout)
+        except asyncio.TimeoutError as exc:
+            raise KafkaConnectionError(
+                f"connecting to {host}:{port} timed out after {timeout:.3g} s"
+            ) from exc
+        except OSError as exc:
+            raise KafkaConnectionError(f"cannot connect to {host}:{port}: {exc}") from exc
+        conn = cls(
+            reader,
+            writer,
+            host=host,
+            port=port,
+            node_id=node_id,
+            client_id=client_id,
+            request_timeout_ms=request_timeout_ms,
+        )
+        if negotiate:
+            try:
+                await conn.negotiate_versions(client_software_version)
+            except BaseException:
+                await conn.aclose()
+                raise
+        return conn
+
+    async def negotiate_versions(self, client_software_version: str = "0") -> VersionTable:
+        """Ask the broker which versions it speaks (ApiVersions v3, else v0)."""
+        response = None
+        try:
+            response = await self.request(
+                API_VERSIONS,
+                API_VERSIONS.Request(
+                    client_software_name=CLIENT_SOFTWARE_NAME,
+                    client_software_version=client_software_version,
+                ),
+                version=3,
+            )
+        except KafkaProtocolError as exc:
+            log.debug("%s: ApiVersions v3 reply did not parse (%s); retrying with v0", self, exc)
+        if response is None or response.error_code == _UNSUPPORTED_VERSION:
+            response = await self.request(API_VERSIONS, API_VERSIONS.Request(), version=0)
+        if response.error_code != 0:
+            raise KafkaConnectionError(
+                f"{self}: ApiVersions failed with error code {response.error_code}"
+            )
+        self.versions = VersionTable.from_api_versions(response.api_keys)
+        return self.versions
+
+    @property
+    def connected(self) -> bool:
+        """Whether the connection is open."""
+        return self._closed is None
+
+    def add_close_callback(self, callback: Callable[[Connection, BaseException], None]) -> None:
+        """Call ``callback(conn, reason)`` once the connection closes."""
+        if self._closed is not None:
+            callback(self, self._closed)
+        else:
+            self._close_callbacks.append(callback)
+
+    def close(self, reason: BaseException | None = None) -> None:
+        """Close now; every waiter fails with :class:`KafkaConnectionError`."""
+        if self._closed is not None:
+            return
+        if reason is None:
+            reason = KafkaConnectionError(f"connection to {self.host}:{self.port} closed")
+        elif not isinstance(reason, KafkaConnectionError):
+            wrapped = KafkaConnectionError(
+                f"connection to {self.host}:{self.port} failed: {reason}"
+            )
+            wrapped.__cause__ = reason
+            reason = wrapped
+        self._closed = reason
+        waiters, self._waiters = self._waiters, {}
+        for fut, _api, _v in waiters.values():
+            if not fut.done():
+                fut.set_exception(reason)
+        if not self._read_task.done() and self._read_task is not asyncio.current_task():
+            self._read_task.cancel()
+        with contextlib.suppress(Exception):
+            self._writer.close()
+        for cb in self._close_callbacks:
+            try:
+                cb(self, reason)
+            except Exception:  # pragma: no cover - a callback bug must not break close
+                log.exception("close callback failed")
+        self._close_callbacks.clear()
+
+    async def aclose(self) -> None:
+        """Close and wait until the socket and the reader task are gone."""
+        self.close()
+        with contextlib.suppress(BaseException):
+            await self._read_task
+        with contextlib.suppress(Exception):
+            await self._writer.wait_closed()
+
+    # -- requests --------------------------------------------------------------
+
+    def version(self, api: Api) -> int:
+        """The negotiated version of ``api``.
+
+        Raises:
+            UnsupportedVersionError: no version is spoken by both sides.
+        """
+        if self.versions is None:
+            raise UnsupportedVersionError(f"{self}: versions are not negotiated yet")
+        return self.versions.version(api)
+
+    def send(
+        self,
+        api: Api,
+        request: Any,
+        *,
+        version: int | None = None,
+        expect_response: bool = True,
+    ) -> asyncio.Future[Any]:
+        """Write a request now and return a future of its decoded response.
+
+        Requests are pipelined: call :meth:`send` several times before awaiting.
+        """
+        if self._closed is not None:
+            raise KafkaConnectionError(f"{self} is closed: {self._closed}")
+        if version is None:
+            version = self.version(api)
+        corr = next(self._corr) & 0x7FFFFFFF
+        frame = frames.encode_request(api, version, corr, self.client_id, request)
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        if expect_response:
+            self._waiters[corr] = (fut, api, version)
+        else:
+            fut.set_result(None)
+        try:
+            self._writer.write(frame)
+        except Exception as exc:  # the transport is gone
+            self.close(exc)
+            raise self._closed from exc  # type: ignore[misc]
+        self.stats.requests += 1
+        self.stats.bytes_sent += len(frame)
+        self.last_used = time.monotonic()
+        return fut
+
+    async def request(
+        self,
+        api: Api,
+        request: Any,
+        *,
+        version: int | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """Send a request and wait for its decoded response.
+
+        Raises:
+            KafkaTimeoutError: no response within ``timeout`` seconds (default:
+                ``request_timeout_ms``); the connection is closed.
+            KafkaConnectionError: the connection failed or was closed.
+            KafkaProtocolError: the response could not be decoded.
+        """
+        fut = self.send(api, request, version=version)
+        return await self.wait(fut, timeout=timeout, what=api.name)
+
+    async def wait(
+        self, fut: asyncio.Future[Any], *, timeout: float | None = None, what: str = "request"
+    ) -> Any:
+        """Wait for a future from :meth:`send`, applying the request timeout."""
+        t = self.request_timeout if timeout is None else timeout
+        try:
+            return await asyncio.wait_for(asyncio.shield(fut), t)
+        except asyncio.TimeoutError:
+            exc = KafkaTimeoutError(f"{what} to {self} got no response within {t:.3g} s")
+            self.close(exc)
+            raise exc from None
+        finally:
+            if not fut.done():
+                # Our caller was cancelled: the response will be dropped when it arrives.
+                fut.cancel()
+
+    @property
+    def in_flight(self) -> int:
+        """Requests sent whose responses have not arrived."""
+        return len(self._waiters)
+
+    async def drain(self) -> None:
+        """Wait until the socket's write buffer has room."""
+        await self._writer.drain()
+
+    # -- reading ---------------------------------------------------------------
+
+    async def _read_loop(self) -> None:
+        read = self._reader.read
+        fb = self._frames
+        try:
+            while True:
+                data = await read(_READ_CHUNK)
+                if not data:
+                    raise KafkaConnectionError(
+                        f"connection to {self.host}:{self.port} closed by the broker"
+                    )
+                self.stats.bytes_received += len(data)
+                fb.feed(data)
+                for frame in fb.frames():
+                    self._dispatch(frame)
+        except asyncio.CancelledError:
+            raise
+        except (OSError, KafkaError) as exc:
+            self.close(exc)
+        except Exception as exc:  # pragma: no cover - defensive: never leave waiters hanging
+            log.exception("%s: reader failed", self)
+            self.close(exc)
+
+    def _dispatch(self, frame: bytes) -> None:
+        corr = frames.peek_correlation_id(frame)
+        entry = self._waiters.pop(corr, None)
+        if entry is None:
+            from rackafka.errors import CorrelationIdError
+
+            raise CorrelationIdError(f"{self}: response with unknown correlation id {corr}")
+        fut, api, version = entry
+        if fut.done():
+            return  # the waiter gave up
+        try:
+            response = frames.decode_response(api, version, frame)
+        except KafkaProtocolError as exc:
+            fut.set_exception(exc)
+        else:
+            fut.set_result(response)
+        self.last_used = time.monotonic()
+
+    def __repr__(self) -> str:
+        node = f"node {self.node_id} " if self.node_id is not None else ""
+        return f"<Connection {node}{self.host}:{self.port}>"

@@ -1,0 +1,1 @@
+"""One module per Kafka API. The registry of all of them is :mod:`rackafka.protocol.registry`."""

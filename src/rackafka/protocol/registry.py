@@ -1,0 +1,65 @@
+"""Every API rackafka speaks, by key."""
+
+from rackafka.protocol.apis.api_versions import API_VERSIONS
+from rackafka.protocol.apis.consumer_group_heartbeat import CONSUMER_GROUP_HEARTBEAT
+from rackafka.protocol.apis.create_topics import CREATE_TOPICS
+from rackafka.protocol.apis.describe_configs import DESCRIBE_CONFIGS
+from rackafka.protocol.apis.fetch import FETCH
+from rackafka.protocol.apis.find_coordinator import FIND_COORDINATOR
+from rackafka.protocol.apis.heartbeat import HEARTBEAT
+from rackafka.protocol.apis.join_group import JOIN_GROUP
+from rackafka.protocol.apis.leave_group import LEAVE_GROUP
+from rackafka.protocol.apis.list_offsets import LIST_OFFSETS
+from rackafka.protocol.apis.metadata import METADATA
+from rackafka.protocol.apis.offset_commit import OFFSET_COMMIT
+from rackafka.protocol.apis.offset_fetch import OFFSET_FETCH
+from rackafka.protocol.apis.offset_for_leader_epoch import OFFSET_FOR_LEADER_EPOCH
+from rackafka.protocol.apis.produce import PRODUCE
+from rackafka.protocol.apis.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE
+from rackafka.protocol.apis.sync_group import SYNC_GROUP
+from rackafka.protocol.schema import Api
+
+ALL_APIS: tuple[Api, ...] = (
+    PRODUCE,
+    FETCH,
+    LIST_OFFSETS,
+    METADATA,
+    OFFSET_COMMIT,
+    OFFSET_FETCH,
+    FIND_COORDINATOR,
+    JOIN_GROUP,
+    HEARTBEAT,
+    LEAVE_GROUP,
+    SYNC_GROUP,
+    SASL_HANDSHAKE,
+    API_VERSIONS,
+    CREATE_TOPICS,
+    OFFSET_FOR_LEADER_EPOCH,
+    DESCRIBE_CONFIGS,
+    SASL_AUTHENTICATE,
+    CONSUMER_GROUP_HEARTBEAT,
+)
+API_BY_KEY: dict[int, Api] = {api.key: api for api in ALL_APIS}
+
+__all__ = [
+    "ALL_APIS",
+    "API_BY_KEY",
+    "API_VERSIONS",
+    "CONSUMER_GROUP_HEARTBEAT",
+    "CREATE_TOPICS",
+    "DESCRIBE_CONFIGS",
+    "FETCH",
+    "FIND_COORDINATOR",
+    "HEARTBEAT",
+    "JOIN_GROUP",
+    "LEAVE_GROUP",
+    "LIST_OFFSETS",
+    "METADATA",
+    "OFFSET_COMMIT",
+    "OFFSET_FETCH",
+    "OFFSET_FOR_LEADER_EPOCH",
+    "PRODUCE",
+    "SASL_AUTHENTICATE",
+    "SASL_HANDSHAKE",
+    "SYNC_GROUP",
+]

@@ -1,0 +1,196 @@
+"""Plain data types shared by rackafka's public API.
+
+The names and fields match :mod:`aiokafka.structs` (aiokafka 0.14), so code written for
+aiokafka builds, unpacks and compares these objects the same way. The tuples keep
+aiokafka's fields in aiokafka's order; where rackafka adds a field it comes last and has a
+default, so positional construction and unpacking by aiokafka's fields keep working.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Generic, NamedTuple, TypeVar
+
+from rackafka.errors import KafkaError
+
+__all__ = [
+    "BrokerMetadata",
+    "ConsumerRecord",
+    "OffsetAndMetadata",
+    "OffsetAndTimestamp",
+    "PartitionMetadata",
+    "RecordMetadata",
+    "TopicPartition",
+]
+
+
+class TopicPartition(NamedTuple):
+    """A topic and a partition of it.
+
+    Hashable and ordered (by topic, then partition), so it serves as a dictionary key
+    and sorts naturally.
+    """
+
+    topic: str
+    "The topic name"
+
+    partition: int
+    "The partition id"
+
+
+class BrokerMetadata(NamedTuple):
+    """A broker of the cluster, as the cluster metadata describes it."""
+
+    nodeId: int | str  # noqa: N815 - aiokafka's field name
+    "The broker id"
+
+    host: str
+    "The host name of the broker"
+
+    port: int
+    "The port of the broker"
+
+    rack: str | None
+    """The rack of the broker (``broker.rack``), or ``None`` if it has none.
+
+    Rack-aware features compare it with the client's ``client_rack``, for example
+    ``"us-east-1a"``.
+    """
+
+
+class PartitionMetadata(NamedTuple):
+    """The state of a partition as a metadata response describes it."""
+
+    topic: str
+    "The topic of the partition"
+
+    partition: int
+    "The partition id"
+
+    leader: int
+    "The id of the broker that leads the partition (``-1`` if it has no leader)"
+
+    replicas: list[int]
+    "The ids of the brokers that hold a replica of the partition"
+
+    isr: list[int]
+    "The ids of the brokers whose replicas are in sync with the leader"
+
+    error: KafkaError | type[KafkaError] | None
+    """The error the metadata response reported for this partition, or ``None``.
+
+    Usually the class that :func:`rackafka.errors.for_code` returns for the partition's
+    error code (its ``retriable`` and ``invalid_metadata`` flags tell what to do), or an
+    instance of such a class.
+    """
+
+    leader_epoch: int = -1
+    "The epoch of the current leader (``-1`` if the broker did not report one)"
+
+    offline_replicas: Sequence[int] = ()
+    "The ids of the brokers whose replica of the partition is offline"
+
+
+class OffsetAndMetadata(NamedTuple):
+    """An offset to commit, with a metadata string.
+
+    The offset commit API lets a consumer store a string next to the offset, for
+    example to record which process committed it or when.
+
+    It has exactly aiokafka's two fields, so ``offset, metadata = committed`` keeps
+    working, just as a plain ``(offset, metadata)`` tuple does.
+    """
+
+    offset: int
+    "The offset to commit: the offset of the next record to consume"
+
+    metadata: str
+    'The metadata string (not ``None``; use ``""`` for none)'
+
+
+class OffsetAndTimestamp(NamedTuple):
+    """An offset found by timestamp, with the timestamp of its record."""
+
+    offset: int
+    "The offset of the first record whose timestamp is at least the requested one"
+
+    timestamp: int | None
+    "The timestamp of that record in milliseconds (``None`` with very old brokers)"
+
+
+class RecordMetadata(NamedTuple):
+    """Where the broker stored a produced record.
+
+    rackafka does not produce; the type exists for code shared with aiokafka.
+    """
+
+    topic: str
+    "The topic name"
+
+    partition: int
+    "The partition id"
+
+    topic_partition: TopicPartition
+    "The topic and partition as a :class:`TopicPartition`"
+
+    offset: int
+    "The offset of the record in its partition"
+
+    timestamp: int | None
+    "The timestamp of the record in milliseconds (``None`` with very old brokers)"
+
+    timestamp_type: int
+    """The timestamp type: ``0`` if it is the producer's (``CreateTime``), ``1`` if the
+    broker set it (``LogAppendTime``)."""
+
+    log_start_offset: int | None
+    "The first offset of the partition's log"
+
+
+KT = TypeVar("KT")
+VT = TypeVar("VT")
+
+
+@dataclass(slots=True)
+class ConsumerRecord(Generic[KT, VT]):
+    """A record fetched by the consumer.
+
+    The fields and their order are aiokafka's, so positional construction and
+    attribute access work as with aiokafka. Records compare equal when all fields are
+    equal; like aiokafka's they are not hashable.
+    """
+
+    topic: str
+    "The topic the record comes from"
+
+    partition: int
+    "The partition the record comes from"
+
+    offset: int
+    "The position of the record in its partition"
+
+    timestamp: int
+    "The timestamp of the record in milliseconds"
+
+    timestamp_type: int
+    """The timestamp type: ``0`` for ``CreateTime`` (set by the producer), ``1`` for
+    ``LogAppendTime`` (set by the broker)"""
+
+    key: KT | None
+    "The key, deserialized if a key deserializer is configured (``None`` if it has none)"
+
+    value: VT | None
+    "The value, deserialized if a value deserializer is configured (``None`` for a tombstone)"
+
+    checksum: int | None
+    "Deprecated: the CRC of legacy (v0/v1) messages, ``None`` for record batches"
+
+    serialized_key_size: int
+    "The size of the serialized, uncompressed key in bytes (``-1`` if it has none)"
+
+    serialized_value_size: int
+    "The size of the serialized, uncompressed value in bytes (``-1`` if it has none)"
+
+    headers: Sequence[tuple[str, bytes]]
+    "The headers as ``(key, value)`` pairs"
