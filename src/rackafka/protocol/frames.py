@@ -105,14 +105,19 @@ def peek_correlation_id(frame: bytes) -> int:
 
 
 def decode_response(api: Api, version: int, frame: bytes) -> Any:
-    """Decode a response frame body (without its size prefix)."""
+    """Decode a response frame body (without its size prefix).
+
+    Bytes after the last field we know are ignored, as Kafka's own clients do
+    (some brokers append fields or padding; librdkafka's mock writes one extra
+    byte at the end of Metadata v12).
+    """
     pos = 4
     if api.response_header_version(version) >= 1:
         try:
             pos = _skip_tagged(frame, pos)
         except IndexError as exc:
             raise KafkaProtocolError("truncated response header") from exc
-    return api.decode_response(version, frame, pos)
+    return api.decode_response(version, frame, pos, exact=False)
 
 
 class FrameBuffer:

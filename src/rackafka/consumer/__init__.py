@@ -1,0 +1,1 @@
+"""The consumer: the public API, the fetcher and the read-replica routing policy."""

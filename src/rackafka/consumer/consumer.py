@@ -1,0 +1,734 @@
+"""``AIOKafkaConsumer``: aiokafka's consumer API, reading from the closest replica."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+import warnings
+from collections.abc import Callable, Iterable
+from typing import Any, Generic, TypeVar
+
+from rackafka import __version__
+from rackafka.abc import ConsumerRebalanceListener
+from rackafka.client import KafkaClient
+from rackafka.cluster import ClusterMetadata
+from rackafka.consumer.fetcher import (
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    Fetcher,
+    FetchStats,
+)
+from rackafka.consumer.subscription import (
+    EARLIEST,
+    LATEST,
+    NONE,
+    PartitionState,
+    SubscriptionState,
+)
+from rackafka.errors import (
+    ConsumerStoppedError,
+    IllegalOperation,
+    IllegalStateError,
+    KafkaConfigurationError,
+)
+from rackafka.structs import ConsumerRecord, OffsetAndTimestamp, TopicPartition
+
+log = logging.getLogger("rackafka.consumer")
+
+KT = TypeVar("KT")
+VT = TypeVar("VT")
+
+_ISOLATION = {"read_uncommitted": READ_UNCOMMITTED, "read_committed": READ_COMMITTED}
+_RESETS = (EARLIEST, LATEST, NONE)
+
+
+def _not_yet(name: str, value: Any) -> KafkaConfigurationError:
+    return KafkaConfigurationError(
+        f"{name}={value!r} is not supported yet by rackafka {__version__}: consumer groups, "
+        "TLS and SASL arrive in later releases; leave it at its default for now"
+    )
+
+
+def _positive(name: str, value: Any, *, zero: bool = False) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise KafkaConfigurationError(f"{name} must be an int, not {value!r}")
+    if value < 0 or (value == 0 and not zero):
+        allowed = ">= 0" if zero else "> 0"
+        raise KafkaConfigurationError(f"{name} must be {allowed}, not {value}")
+    return value
+
+
+def _log_listener_failure(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("rebalance listener failed", exc_info=task.exception())
+
+
+class AIOKafkaConsumer(Generic[KT, VT]):
+    """A client that consumes records from a Kafka cluster, reading from the closest replica.
+
+    A drop-in for :class:`aiokafka.AIOKafkaConsumer`: the same arguments with the
+    same defaults, the same methods, the same exceptions.  With ``client_rack``
+    set and the cluster configured with a rack-aware ``replica.selector.class``,
+    partitions are read from the in-sync replica in the consumer's rack
+    (KIP-392) instead of the leader; :meth:`fetch_stats` shows where every
+    byte came from.
+
+    Arguments:
+        *topics: topics to subscribe to.  Without ``group_id`` every partition
+            of them is assigned to this consumer.
+        bootstrap_servers: ``host[:port]`` string or list of them to bootstrap
+            from.  Default: ``localhost:9092``.
+        client_id: a name sent in every request.  Default: ``rackafka-<version>``.
+        client_rack: the rack (availability zone) of this consumer, sent in
+            Fetch requests so that the leader can name a replica in the same
+            rack.  Default: ``None`` (read from leaders unless a broker's
+            replica selector names another replica anyway).
+        key_deserializer, value_deserializer: callables applied to raw key and
+            value bytes (``None`` included).
+        fetch_min_bytes, fetch_max_bytes, fetch_max_wait_ms,
+        max_partition_fetch_bytes: Fetch request limits, as in aiokafka.
+        max_poll_records: most records :meth:`getmany` returns.  Default: no limit.
+        request_timeout_ms: how long to wait for a response.  Default: 40000.
+        retry_backoff_ms: pause after errors, growing on repeats.  Default: 100.
+        auto_offset_reset: ``"latest"`` (default), ``"earliest"`` or ``"none"``:
+            where to start when there is no position, or when the *leader*
+            says the position is out of range (a lagging follower never causes
+            a reset).  ``"none"`` raises :exc:`~rackafka.errors.OffsetOutOfRangeError`.
+        check_crcs: verify record CRCs.  Default: ``True``.
+        metadata_max_age_ms: metadata refresh period, and the lease of a
+            preferred read replica.  Default: 300000.
+        isolation_level: ``"read_uncommitted"`` (default) or
+            ``"read_committed"`` (aborted transactions and control records hidden).
+        consumer_timeout_ms: longest idle wait of the background fetcher.
+            Default: 200.
+        exclude_internal_topics: hide internal topics from :meth:`topics` and
+            pattern subscriptions.  Default: ``True``.
+        connections_max_idle_ms: close idle connections after this.  Default: 540000.
+        group_id, group_instance_id, enable_auto_commit, auto_commit_interval_ms,
+        partition_assignment_strategy, max_poll_interval_ms,
+        rebalance_timeout_ms, session_timeout_ms, heartbeat_interval_ms,
+        security_protocol, ssl_context, sasl_*: accepted with aiokafka's
+            defaults; other values are not supported yet and raise
+            :exc:`~rackafka.errors.KafkaConfigurationError`.
+        api_version: ignored (versions are always negotiated).
+    """
+
+    def __init__(
+        self,
+        *topics: str,
+        loop: Any = None,
+        bootstrap_servers: str | list[str] = "localhost",
+        client_id: str = "rackafka-" + __version__,
+        group_id: str | None = None,
+        group_instance_id: str | None = None,
+        key_deserializer: Callable[[bytes | None], KT] | None = None,
+        value_deserializer: Callable[[bytes | None], VT] | None = None,
+        fetch_max_wait_ms: int = 500,
+        fetch_max_bytes: int = 52428800,
+        fetch_min_bytes: int = 1,
+        max_partition_fetch_bytes: int = 1 * 1024 * 1024,
+        request_timeout_ms: int = 40 * 1000,
+        retry_backoff_ms: int = 100,
+        auto_offset_reset: str = "latest",
+        enable_auto_commit: bool = True,
+        auto_commit_interval_ms: int = 5000,
+        check_crcs: bool = True,
+        metadata_max_age_ms: int = 5 * 60 * 1000,
+        partition_assignment_strategy: Any = None,
+        max_poll_interval_ms: int = 300000,
+        rebalance_timeout_ms: int | None = None,
+        session_timeout_ms: int = 10000,
+        heartbeat_interval_ms: int = 3000,
+        consumer_timeout_ms: int = 200,
+        max_poll_records: int | None = None,
+        ssl_context: Any = None,
+        security_protocol: str = "PLAINTEXT",
+        api_version: str | None = None,
+        exclude_internal_topics: bool = True,
+        connections_max_idle_ms: int = 540000,
+        isolation_level: str = "read_uncommitted",
+        sasl_mechanism: str = "PLAIN",
+        sasl_plain_password: str | None = None,
+        sasl_plain_username: str | None = None,
+        sasl_kerberos_service_name: str = "kafka",
+        sasl_kerberos_domain_name: str | None = None,
+        sasl_oauth_token_provider: Any = None,
+        client_rack: str | None = None,
+    ) -> None:
+        if loop is not None:
+            raise KafkaConfigurationError("loop is not supported: the running loop is used")
+        for name, value, default in (
+            ("group_id", group_id, None),
+            ("group_instance_id", group_instance_id, None),
+            ("ssl_context", ssl_context, None),
+            ("security_protocol", security_protocol, "PLAINTEXT"),
+            ("sasl_plain_password", sasl_plain_password, None),
+            ("sasl_plain_username", sasl_plain_username, None),
+            ("sasl_kerberos_domain_name", sasl_kerberos_domain_name, None),
+            ("sasl_oauth_token_provider", sasl_oauth_token_provider, None),
+            ("rebalance_timeout_ms", rebalance_timeout_ms, None),
+            ("partition_assignment_strategy", partition_assignment_strategy, None),
+        ):
+            if value != default:
+                raise _not_yet(name, value)
+        if sasl_mechanism != "PLAIN":
+            raise _not_yet("sasl_mechanism", sasl_mechanism)
+        if auto_offset_reset not in _RESETS:
+            raise KafkaConfigurationError(
+                f"auto_offset_reset must be one of 'earliest', 'latest', 'none', "
+                f"not {auto_offset_reset!r}"
+            )
+        if isolation_level not in _ISOLATION:
+            raise KafkaConfigurationError(
+                "isolation_level must be 'read_uncommitted' or 'read_committed', "
+                f"not {isolation_level!r}"
+            )
+        if client_rack is not None and not isinstance(client_rack, str):
+            raise KafkaConfigurationError(f"client_rack must be a str or None, not {client_rack!r}")
+        if max_poll_records is not None:
+            _positive("max_poll_records", max_poll_records)
+        if api_version not in (None, "auto") and not (
+            isinstance(api_version, str) and re.fullmatch(r"\d+(\.\d+){0,2}", api_version)
+        ):
+            raise KafkaConfigurationError(
+                f"api_version must be None, 'auto' or a version like '2.4.0', not {api_version!r}"
+            )
+        for name, value, zero in (
+            ("fetch_max_wait_ms", fetch_max_wait_ms, True),
+            ("fetch_max_bytes", fetch_max_bytes, False),
+            ("fetch_min_bytes", fetch_min_bytes, True),
+            ("max_partition_fetch_bytes", max_partition_fetch_bytes, False),
+            ("request_timeout_ms", request_timeout_ms, False),
+            ("retry_backoff_ms", retry_backoff_ms, True),
+            ("metadata_max_age_ms", metadata_max_age_ms, False),
+            ("consumer_timeout_ms", consumer_timeout_ms, True),
+            ("connections_max_idle_ms", connections_max_idle_ms, False),
+            ("auto_commit_interval_ms", auto_commit_interval_ms, False),
+            ("max_poll_interval_ms", max_poll_interval_ms, False),
+            ("session_timeout_ms", session_timeout_ms, False),
+            ("heartbeat_interval_ms", heartbeat_interval_ms, False),
+        ):
+            _positive(name, value, zero=zero)
+        for name, fn in (
+            ("key_deserializer", key_deserializer),
+            ("value_deserializer", value_deserializer),
+        ):
+            if fn is not None and not callable(fn):
+                raise KafkaConfigurationError(f"{name} must be callable, not {fn!r}")
+        for t in topics:
+            if not isinstance(t, str) or not t:
+                raise KafkaConfigurationError(f"topics must be non-empty strings, not {t!r}")
+        # Parses bootstrap_servers and raises on a bad one.
+        self._client = KafkaClient(
+            bootstrap_servers,
+            client_id=client_id,
+            metadata_max_age_ms=metadata_max_age_ms,
+            request_timeout_ms=request_timeout_ms,
+            retry_backoff_ms=retry_backoff_ms,
+            connections_max_idle_ms=connections_max_idle_ms,
+            client_software_version=__version__,
+        )
+        self._client_rack = client_rack
+        self._request_timeout = request_timeout_ms / 1000
+        self._max_poll_records = max_poll_records
+        self._exclude_internal = exclude_internal_topics
+        self._subs = SubscriptionState(auto_offset_reset)
+        self._fetcher_args: dict[str, Any] = {
+            "client_rack": client_rack,
+            "fetch_min_bytes": fetch_min_bytes,
+            "fetch_max_bytes": fetch_max_bytes,
+            "fetch_max_wait_ms": fetch_max_wait_ms,
+            "max_partition_fetch_bytes": max_partition_fetch_bytes,
+            "check_crcs": check_crcs,
+            "isolation_level": _ISOLATION[isolation_level],
+            "retry_backoff_ms": retry_backoff_ms,
+            "metadata_max_age_ms": metadata_max_age_ms,
+            "consumer_timeout_ms": consumer_timeout_ms,
+            "key_deserializer": key_deserializer,
+            "value_deserializer": value_deserializer,
+        }
+        self._fetcher: Fetcher | None = None
+        self._initial_topics = tuple(topics)
+        self._listener: ConsumerRebalanceListener | None = None
+        self._pattern: re.Pattern[str] | None = None
+        self._manual = False
+        self._started = False
+        self._closed = False
+        if topics:
+            self._subs.topics = set(topics)
+
+    # -- lifecycle -------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Connect to the cluster, load metadata and start fetching.
+
+        Raises:
+            KafkaConnectionError: no bootstrap server could be reached.
+        """
+        if self._closed:
+            raise IllegalStateError("the consumer was stopped; create a new one")
+        if self._started:
+            return
+        await self._client.bootstrap_cluster()
+        self._fetcher = Fetcher(self._client, self._subs, **self._fetcher_args)
+        self._client.cluster.add_listener(self._on_metadata)
+        self._started = True
+        if self._subs.topics:
+            self._client.add_topics(self._subs.topics)
+            await self._client.refresh_metadata()
+            self._update_subscribed_assignment(self._client.cluster)
+        self._fetcher.start()
+
+    async def stop(self) -> None:
+        """Stop fetching and close every connection."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._fetcher is not None:
+            await self._fetcher.close()
+            self._fetcher.data_ready.set()
+        self._client.cluster.remove_listener(self._on_metadata)
+        await self._client.close()
+
+    async def __aenter__(self) -> AIOKafkaConsumer[KT, VT]:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    def __del__(self, _warnings: Any = warnings) -> None:
+        if getattr(self, "_started", False) and not getattr(self, "_closed", True):
+            _warnings.warn(f"Unclosed AIOKafkaConsumer {self!r}", ResourceWarning, stacklevel=1)
+
+    def _check_running(self) -> Fetcher:
+        if self._closed:
+            raise ConsumerStoppedError()
+        if self._fetcher is None:
+            raise IllegalStateError("the consumer is not started: call start() first")
+        return self._fetcher
+
+    # -- assignment and subscription -----------------------------------------------
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Manually assign a list of :class:`TopicPartition` to this consumer.
+
+        Replaces any subscription.  Positions start at ``auto_offset_reset``
+        unless :meth:`seek` says otherwise.
+
+        Raises:
+            IllegalStateError: the consumer has a topic subscription.
+            TypeError: an element is not a :class:`TopicPartition`.
+        """
+        partitions = list(partitions)
+        for tp in partitions:
+            if not isinstance(tp, TopicPartition):
+                raise TypeError(f"partitions must be TopicPartition, not {tp!r}")
+        if self._subs.topics or self._pattern is not None:
+            raise IllegalStateError(
+                "Subscription to topics, partitions and pattern are mutually exclusive"
+            )
+        self._manual = True
+        self._subs.assign(partitions)
+        self._client.add_topics({tp.topic for tp in partitions})
+        if self._fetcher is not None:
+            self._fetcher.on_assignment()
+
+    def assignment(self) -> set[TopicPartition]:
+        """The partitions currently assigned to this consumer."""
+        return self._subs.assigned()
+
+    def subscribe(
+        self,
+        topics: Iterable[str] = (),
+        pattern: str | None = None,
+        listener: ConsumerRebalanceListener | None = None,
+    ) -> None:
+        """Subscribe to a list of topics, or a topic regex pattern.
+
+        Without ``group_id`` every partition of the matching topics is assigned
+        to this consumer, and partitions added later are picked up with the
+        next metadata refresh.
+
+        Raises:
+            IllegalStateError: partitions were assigned manually.
+            ValueError: both or neither of ``topics`` and ``pattern`` given.
+        """
+        topics = list(topics)
+        if self._manual:
+            raise IllegalStateError(
+                "Subscription to topics, partitions and pattern are mutually exclusive"
+            )
+        if bool(topics) == (pattern is not None):
+            raise ValueError("Subscription requires either topics or pattern, not both")
+        if listener is not None and not isinstance(listener, ConsumerRebalanceListener):
+            raise TypeError("listener should be an instance of ConsumerRebalanceListener")
+        self._listener = listener
+        if pattern is not None:
+            try:
+                self._pattern = re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"pattern {pattern!r} is not a valid regex: {exc}") from exc
+            self._subs.topics = set()
+            self._client.want_all_topics()
+        else:
+            self._pattern = None
+            self._subs.topics = set(topics)
+            self._client.want_all_topics(False)
+            self._client.add_topics(topics)
+        if self._started:
+            self._update_subscribed_assignment(self._client.cluster)
+            self._client.request_update()
+
+    def subscription(self) -> set[str]:
+        """The subscribed topics (those matching the pattern, if one is used)."""
+        return set(self._subs.topics)
+
+    def unsubscribe(self) -> None:
+        """Unsubscribe from all topics and clear all assigned partitions."""
+        self._subs.topics = set()
+        self._pattern = None
+        self._manual = False
+        self._client.want_all_topics(False)
+        self._set_assignment(set())
+
+    def _on_metadata(self, cluster: ClusterMetadata) -> None:
+        if self._subs.topics or self._pattern is not None:
+            self._update_subscribed_assignment(cluster)
+
+    def _update_subscribed_assignment(self, cluster: ClusterMetadata) -> None:
+        if self._manual:
+            return
+        if self._pattern is not None:
+            topics = {
+                t for t in cluster.topics(self._exclude_internal) if self._pattern.fullmatch(t)
+            }
+            self._subs.topics = topics
+        wanted = {
+            TopicPartition(t, p)
+            for t in self._subs.topics
+            for p in (cluster.partitions_for_topic(t) or ())
+        }
+        if wanted != self._subs.assigned():
+            self._set_assignment(wanted)
+
+    def _set_assignment(self, wanted: set[TopicPartition]) -> None:
+        old = self._subs.assigned()
+        revoked = old - wanted
+        listener = self._listener
+        if listener is not None and revoked:
+            self._call_listener(listener.on_partitions_revoked, revoked)
+        self._subs.assign(sorted(wanted))
+        if self._fetcher is not None:
+            self._fetcher.on_assignment()
+        if listener is not None and wanted - old:
+            self._call_listener(listener.on_partitions_assigned, wanted)
+
+    @staticmethod
+    def _call_listener(fn: Callable[[set[TopicPartition]], Any], tps: set[TopicPartition]) -> None:
+        try:
+            result = fn(set(tps))
+            if asyncio.iscoroutine(result):
+                task = asyncio.ensure_future(result)
+                task.add_done_callback(_log_listener_failure)
+        except Exception:
+            log.exception("rebalance listener failed")
+
+    # -- positions -----------------------------------------------------------------
+
+    def _state(self, tp: TopicPartition) -> PartitionState:
+        state = self._subs.state(tp)
+        if state is None:
+            raise IllegalStateError(f"Partition {tp} is not assigned")
+        return state
+
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        """Manually set the offset of the next record fetched from ``partition``.
+
+        Raises:
+            ValueError: ``offset`` is not a non-negative int.
+            IllegalStateError: the partition is not assigned.
+        """
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValueError("Offset must be a positive integer")
+        state = self._state(partition)
+        if self._fetcher is not None:
+            self._fetcher.seek(partition, offset)
+        else:
+            state.set_position(offset)
+
+    async def _seek_to(self, partitions: tuple[TopicPartition, ...], strategy: str) -> bool:
+        fetcher = self._check_running()
+        for tp in partitions:
+            if not isinstance(tp, TopicPartition):
+                raise TypeError("partitions must be TopicPartition namedtuples")
+        tps = list(partitions) or list(self._subs.assigned())
+        states = [self._state(tp) for tp in tps]
+        fetcher.request_reset(tps, strategy)
+        waits = [asyncio.ensure_future(s.position_known.wait()) for s in states]
+        if not waits:
+            return True
+        try:
+            done, pending = await asyncio.wait(waits, timeout=self._request_timeout)
+        finally:
+            for w in waits:
+                w.cancel()
+        return not pending
+
+    async def seek_to_beginning(self, *partitions: TopicPartition) -> bool:
+        """Seek to the oldest available offset (of the leader's log) for partitions.
+
+        Arguments:
+            *partitions: the partitions; all assigned ones when none given.
+
+        Returns:
+            whether every position was found within ``request_timeout_ms``.
+        """
+        return await self._seek_to(partitions, EARLIEST)
+
+    async def seek_to_end(self, *partitions: TopicPartition) -> bool:
+        """Seek to the most recent available offset for partitions."""
+        return await self._seek_to(partitions, LATEST)
+
+    async def seek_to_committed(self, *partitions: TopicPartition) -> dict[TopicPartition, int]:
+        """Seek to the committed offsets of ``group_id``.
+
+        Raises:
+            IllegalOperation: always in this release: committed offsets need a
+                ``group_id``, and consumer groups are not supported yet.
+        """
+        raise IllegalOperation("seek_to_committed() requires group_id (not supported yet)")
+
+    async def commit(self, offsets: Any = None) -> None:
+        """Commit offsets to the group coordinator.
+
+        Raises:
+            IllegalOperation: always in this release (needs ``group_id``).
+        """
+        raise IllegalOperation("commit() requires group_id (not supported yet)")
+
+    async def committed(self, partition: TopicPartition) -> int | None:
+        """The last committed offset of ``partition``.
+
+        Raises:
+            IllegalOperation: always in this release (needs ``group_id``).
+        """
+        raise IllegalOperation("committed() requires group_id (not supported yet)")
+
+    async def position(self, partition: TopicPartition) -> int:
+        """The offset of the next record that will be fetched from ``partition``.
+
+        Waits for a pending offset reset to finish.
+
+        Raises:
+            IllegalStateError: the partition is not assigned.
+        """
+        self._check_running()
+        while True:
+            state = self._state(partition)
+            if state.position is not None and state.reset is None:
+                return state.position
+            self._fetcher.wakeup()  # type: ignore[union-attr]
+            self._fetcher.raise_pending_errors({partition})  # type: ignore[union-attr]
+            try:
+                await asyncio.wait_for(state.position_known.wait(), self._request_timeout)
+            except asyncio.TimeoutError:
+                continue
+
+    def highwater(self, partition: TopicPartition) -> int | None:
+        """The last known high watermark of ``partition`` (None before the first fetch)."""
+        return self._state(partition).highwater
+
+    def last_stable_offset(self, partition: TopicPartition) -> int | None:
+        """The last known last stable offset (transactions) of ``partition``."""
+        return self._state(partition).last_stable_offset
+
+    def last_poll_timestamp(self, partition: TopicPartition) -> int | None:
+        """When (ms since the epoch) ``highwater`` was last updated for ``partition``."""
+        return self._state(partition).last_poll_timestamp
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        """Stop fetching from ``partitions`` until :meth:`resume`; buffered records are kept."""
+        for tp in partitions:
+            if not isinstance(tp, TopicPartition):
+                raise TypeError("partitions must be TopicPartition namedtuples")
+            self._state(tp).paused = True
+
+    def paused(self) -> set[TopicPartition]:
+        """The partitions paused by :meth:`pause`."""
+        return {s.tp for s in self._subs.states() if s.paused}
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        """Resume fetching from ``partitions``."""
+        for tp in partitions:
+            if not isinstance(tp, TopicPartition):
+                raise TypeError("partitions must be TopicPartition namedtuples")
+            self._state(tp).paused = False
+        if self._fetcher is not None:
+            self._fetcher.wakeup()
+            if self._fetcher.has_buffered(set(partitions)):
+                self._fetcher.data_ready.set()
+
+    # -- metadata and offsets --------------------------------------------------------
+
+    async def topics(self) -> set[str]:
+        """All topics the user is authorized to see."""
+        self._check_running()
+        cluster = await self._client.fetch_all_metadata()
+        return cluster.topics(self._exclude_internal)
+
+    def partitions_for_topic(self, topic: str) -> set[int] | None:
+        """Partition ids of ``topic`` from cached metadata (None when unknown).
+
+        An unknown topic is added to the metadata requests, so a later call
+        may know it.
+        """
+        parts = self._client.cluster.partitions_for_topic(topic)
+        if parts is None and self._started and not self._closed:
+            self._client.add_topics([topic])
+        return parts
+
+    async def _offsets(self, timestamps: dict[TopicPartition, int]) -> dict[TopicPartition, Any]:
+        fetcher = self._check_running()
+        for tp in timestamps:
+            if not isinstance(tp, TopicPartition):
+                raise TypeError("partitions must be TopicPartition namedtuples")
+        if not timestamps:
+            return {}
+        return await fetcher.list_offsets(dict(timestamps), self._request_timeout)
+
+    async def beginning_offsets(
+        self, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, int]:
+        """The first offset of each partition (from its leader)."""
+        found = await self._offsets(dict.fromkeys(partitions, -2))
+        return {tp: off for tp, (off, _ts, _e) in found.items()}
+
+    async def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """The offset after the last record of each partition (the last stable
+        offset under ``read_committed``)."""
+        found = await self._offsets(dict.fromkeys(partitions, -1))
+        return {tp: off for tp, (off, _ts, _e) in found.items()}
+
+    async def offsets_for_times(
+        self, timestamps: dict[TopicPartition, int]
+    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        """For each partition, the earliest offset whose timestamp is at least the given one.
+
+        Returns ``None`` for a partition without such a record.
+
+        Raises:
+            ValueError: a timestamp is negative.
+        """
+        for tp, ts in timestamps.items():
+            if isinstance(ts, bool) or not isinstance(ts, int) or ts < 0:
+                raise ValueError(f"The target time for partition {tp} is {ts}. "
+                                 "The target time cannot be negative.")
+        found = await self._offsets(dict(timestamps))
+        return {
+            tp: (OffsetAndTimestamp(off, ts) if off >= 0 else None)
+            for tp, (off, ts, _e) in found.items()
+        }
+
+    # -- records -----------------------------------------------------------------------
+
+    async def getmany(
+        self, *partitions: TopicPartition, timeout_ms: int = 0, max_records: int | None = None
+    ) -> dict[TopicPartition, list[ConsumerRecord[KT, VT]]]:
+        """Get records from assigned partitions, waiting up to ``timeout_ms`` for some.
+
+        Arguments:
+            *partitions: only these partitions (default: all assigned).
+            timeout_ms: how long to wait when nothing is buffered; 0 returns
+                at once.
+            max_records: at most this many records (default
+                ``max_poll_records``, unlimited when that is None).
+
+        Returns:
+            a dict of partition to its records, in offset order.
+
+        Raises:
+            ConsumerStoppedError: the consumer was stopped.
+            OffsetOutOfRangeError: the position is out of range and
+                ``auto_offset_reset`` is ``"none"``.
+            CorruptRecordException: a corrupt batch was reached (again on
+                every call until the user seeks past it).
+        """
+        fetcher = self._check_running()
+        if max_records is not None:
+            _positive("max_records", max_records)
+        else:
+            max_records = self._max_poll_records
+        wanted = set(partitions) if partitions else None
+        deadline = time.monotonic() + timeout_ms / 1000
+        while True:
+            fetcher.raise_pending_errors(wanted)
+            records = fetcher.drain(wanted, max_records)
+            if records:
+                return records
+            fetcher.raise_pending_errors(wanted)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or self._closed:
+                if self._closed:
+                    raise ConsumerStoppedError()
+                return {}
+            fetcher.data_ready.clear()
+            if fetcher.has_buffered(wanted):
+                continue
+            try:
+                await asyncio.wait_for(fetcher.data_ready.wait(), remaining)
+            except asyncio.TimeoutError:
+                return {}
+
+    async def getone(self, *partitions: TopicPartition) -> ConsumerRecord[KT, VT]:
+        """Get one record, waiting as long as it takes.
+
+        Raises:
+            ConsumerStoppedError: the consumer was stopped.
+        """
+        fetcher = self._check_running()
+        wanted = set(partitions) if partitions else None
+        while True:
+            fetcher.raise_pending_errors(wanted)
+            records = fetcher.drain(wanted, 1)
+            for recs in records.values():
+                return recs[0]
+            fetcher.raise_pending_errors(wanted)
+            if self._closed:
+                raise ConsumerStoppedError()
+            fetcher.data_ready.clear()
+            if fetcher.has_buffered(wanted):
+                continue
+            await fetcher.data_ready.wait()
+            if self._closed:
+                raise ConsumerStoppedError()
+
+    def __aiter__(self) -> AIOKafkaConsumer[KT, VT]:
+        if self._closed:
+            raise ConsumerStoppedError()
+        return self
+
+    async def __anext__(self) -> ConsumerRecord[KT, VT]:
+        try:
+            return await self.getone()
+        except ConsumerStoppedError:
+            raise StopAsyncIteration from None
+
+    # -- observability -------------------------------------------------------------------
+
+    def fetch_stats(self) -> FetchStats:
+        """Where fetched data came from: per node, per rack, per assigned partition.
+
+        ``same_rack_bytes`` / ``cross_rack_bytes`` prove whether reads stay in
+        ``client_rack``.
+        """
+        if self._fetcher is None:
+            return FetchStats(self._client_rack)
+        return self._fetcher.stats()
+
+    @property
+    def client_rack(self) -> str | None:
+        """The rack this consumer fetches for."""
+        return self._client_rack

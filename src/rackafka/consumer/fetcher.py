@@ -1,0 +1,1154 @@
+"""The fetcher: one background task that keeps a fetch in flight to every broker.
+
+Each loop of :meth:`Fetcher._run` routes every fetchable partition (the
+:class:`~rackafka.consumer.routing.ReadReplicaPolicy` says leader or read
+replica), builds one request per broker that has none in flight (with the
+broker's incremental fetch session, KIP-227), and waits for whichever comes
+first: a response, a connection, an offset lookup, or a change made by the
+user.  Responses to different brokers are in flight at the same time.
+
+Fetched record data is buffered undecoded per partition and decoded when the
+user asks for records (:meth:`Fetcher.drain`), so no work is spent on records
+nobody reads and memory stays bounded: a partition with buffered data is not
+fetched again, and no fetch is sent while the buffers hold ``fetch_max_bytes``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from rackafka.client import KafkaClient
+from rackafka.cluster import Broker, ClusterMetadata
+from rackafka.consumer.fetch_session import (
+    FETCH_SESSION_ID_NOT_FOUND,
+    FETCH_SESSION_TOPIC_ID_ERROR,
+    INVALID_FETCH_SESSION_EPOCH,
+    FetchSession,
+    PartitionFetchState,
+)
+from rackafka.consumer.routing import FetchErrorAction, ReadReplicaPolicy, RoutingChange
+from rackafka.consumer.subscription import (
+    NONE,
+    RESET_TIMESTAMPS,
+    PartitionState,
+    SubscriptionState,
+)
+from rackafka.errors import (
+    CorruptRecordException,
+    KafkaError,
+    KafkaTimeoutError,
+    OffsetOutOfRangeError,
+    UnsupportedVersionError,
+    for_code,
+)
+from rackafka.protocol.apis.fetch import FETCH
+from rackafka.protocol.apis.list_offsets import LIST_OFFSETS
+from rackafka.protocol.apis.offset_for_leader_epoch import OFFSET_FOR_LEADER_EPOCH
+from rackafka.protocol.schema import UUID_ZERO
+from rackafka.records import CONTROL_ABORT, iter_batches
+from rackafka.records.scan import next_offset_after
+from rackafka.structs import ConsumerRecord, TopicPartition
+
+log = logging.getLogger("rackafka.consumer.fetcher")
+
+READ_UNCOMMITTED = 0
+READ_COMMITTED = 1
+_RACK_AWARE_FETCH_VERSION = 11
+_TOPIC_ID_FETCH_VERSION = 13
+_NOT_LEADER_OR_FOLLOWER = 6
+
+
+@dataclass
+class NodeCounters:
+    """Fetch traffic served by one node (or one rack)."""
+
+    requests: int = 0
+    records: int = 0
+    bytes: int = 0
+
+
+@dataclass(frozen=True)
+class PartitionRoute:
+    """Where one assigned partition is read from."""
+
+    read_from: int | None
+    read_from_rack: str | None
+    leader: int | None
+    leader_rack: str | None
+    preferred_read_replica: int | None
+
+
+@dataclass
+class FetchStats:
+    """Where fetched data came from: per node, per rack, and per partition.
+
+    ``bytes`` count record data received in Fetch responses; ``records``
+    count records handed to the application.
+    """
+
+    client_rack: str | None
+    nodes: dict[int, NodeCounters] = field(default_factory=dict)
+    racks: dict[str | None, NodeCounters] = field(default_factory=dict)
+    partitions: dict[TopicPartition, PartitionRoute] = field(default_factory=dict)
+    routing_changes: int = 0
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(c.bytes for c in self.nodes.values())
+
+    @property
+    def same_rack_bytes(self) -> int:
+        """Bytes served by brokers in ``client_rack`` (0 when it is unset)."""
+        if self.client_rack is None:
+            return 0
+        return self.racks.get(self.client_rack, NodeCounters()).bytes
+
+    @property
+    def cross_rack_bytes(self) -> int:
+        """Bytes served by brokers outside ``client_rack``."""
+        return self.total_bytes - self.same_rack_bytes
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data, for logs and JSON."""
+        return {
+            "client_rack": self.client_rack,
+            "nodes": {n: vars(c).copy() for n, c in self.nodes.items()},
+            "racks": {r: vars(c).copy() for r, c in self.racks.items()},
+            "partitions": {
+                f"{tp.topic}-{tp.partition}": vars(r).copy() for tp, r in self.partitions.items()
+            },
+            "routing_changes": self.routing_changes,
+            "same_rack_bytes": self.same_rack_bytes,
+            "cross_rack_bytes": self.cross_rack_bytes,
+        }
+
+
+class _Buffered:
+    """Undecoded record data of one partition from one fetch response."""
+
+    __slots__ = (
+        "aborted",
+        "aborted_pids",
+        "batches",
+        "node",
+        "pending",
+        "pending_next",
+        "pending_pos",
+        "size",
+        "tp",
+    )
+
+    def __init__(
+        self,
+        tp: TopicPartition,
+        node: int,
+        data: bytes,
+        aborted: list[tuple[int, int]] | None,
+        check_crcs: bool,
+    ) -> None:
+        self.tp = tp
+        self.node = node
+        self.size = len(data)
+        self.batches: Iterator[Any] | None = iter_batches(
+            data, check_crcs=check_crcs, topic=tp.topic, partition=tp.partition
+        )
+        # (first_offset, producer_id), ascending, for read_committed.
+        self.aborted: deque[tuple[int, int]] | None = (
+            deque(sorted(aborted)) if aborted is not None else None
+        )
+        self.aborted_pids: set[int] = set()
+        self.pending: list[Any] = []
+        self.pending_pos = 0
+        self.pending_next = -1
+
+
+@dataclass
+class _InFlight:
+    node: int
+    future: asyncio.Future[Any]
+    version: int
+    offsets: dict[TopicPartition, int]
+    topic_names: dict[Any, str]
+    sent_at: float
+
+
+class Fetcher:
+    """Fetches records for the assigned partitions in the background."""
+
+    def __init__(
+        self,
+        client: KafkaClient,
+        subscriptions: SubscriptionState,
+        *,
+        client_rack: str | None = None,
+        fetch_min_bytes: int = 1,
+        fetch_max_bytes: int = 52428800,
+        fetch_max_wait_ms: int = 500,
+        max_partition_fetch_bytes: int = 1048576,
+        check_crcs: bool = True,
+        isolation_level: int = READ_UNCOMMITTED,
+        retry_backoff_ms: int = 100,
+        metadata_max_age_ms: int = 300000,
+        consumer_timeout_ms: int = 200,
+        key_deserializer: Callable[[Any], Any] | None = None,
+        value_deserializer: Callable[[Any], Any] | None = None,
+    ) -> None:
+        self._client = client
+        self._cluster: ClusterMetadata = client.cluster
+        self._subs = subscriptions
+        self.client_rack = client_rack
+        self._min_bytes = fetch_min_bytes
+        self._max_bytes = fetch_max_bytes
+        self._max_wait_ms = fetch_max_wait_ms
+        self._partition_max_bytes = max_partition_fetch_bytes
+        self._check_crcs = check_crcs
+        self._isolation = isolation_level
+        self._backoff = retry_backoff_ms / 1000
+        self._idle = consumer_timeout_ms / 1000
+        self._key_deser = key_deserializer
+        self._value_deser = value_deserializer
+        self.policy: ReadReplicaPolicy[TopicPartition] = ReadReplicaPolicy(
+            lease_s=metadata_max_age_ms / 1000,
+            backoff_s=self._backoff,
+            max_backoff_s=max(self._backoff * 10, 1.0),
+        )
+        self._sessions: dict[int, FetchSession[TopicPartition]] = {}
+        self._inflight: dict[int, _InFlight] = {}
+        self._inflight_tps: set[TopicPartition] = set()
+        self._connecting: dict[int, asyncio.Task[Any]] = {}
+        self._lookups: dict[int, asyncio.Task[None]] = {}
+        self._lookup_tps: set[TopicPartition] = set()
+        self._buffered: deque[_Buffered] = deque()
+        #: Bytes buffered per partition (a partition is fetched ahead while it
+        #: holds less than max_partition_fetch_bytes).
+        self._tp_bytes: dict[TopicPartition, int] = {}
+        self._buffered_bytes = 0
+        self._node_backoff_until: dict[int, float] = {}
+        self._fetch_versions: dict[int, int] = {}
+        self._leader_epochs: dict[TopicPartition, int] = {}
+        self._stats = FetchStats(client_rack)
+        self._factories: dict[TopicPartition, Callable[..., Any]] = {}
+        self._wakeup = asyncio.Event()
+        self.data_ready = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+        self._cluster.add_listener(self._on_metadata)
+
+    # -- lifecycle -------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def close(self) -> None:
+        self._closed = True
+        self._cluster.remove_listener(self._on_metadata)
+        tasks: list[asyncio.Future[Any]] = []
+        if self._task is not None:
+            tasks.append(self._task)
+        tasks += list(self._connecting.values()) + list(self._lookups.values())
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(BaseException):
+                await t
+        for entry in self._inflight.values():
+            entry.future.cancel()
+        self._inflight.clear()
+
+    def wakeup(self) -> None:
+        """Make the fetch loop look at the assignment again now."""
+        self._wakeup.set()
+
+    # -- user-facing state changes ---------------------------------------------
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        state = self._subs.state(tp)
+        if state is None:
+            return
+        state.set_position(offset)
+        state.awaiting_validation = False
+        self._drop_buffered(tp)
+        self.wakeup()
+
+    def request_reset(self, tps: list[TopicPartition], strategy: str) -> None:
+        for tp in tps:
+            state = self._subs.state(tp)
+            if state is not None:
+                state.request_reset(strategy)
+                self._drop_buffered(tp)
+        self.wakeup()
+
+    def on_assignment(self) -> None:
+        """The assignment changed: drop what belongs to revoked partitions."""
+        assigned = self._subs.assigned()
+        for tp in [tp for tp in self._tp_bytes if tp not in assigned]:
+            self._drop_buffered(tp)
+        gone = [tp for tp in self.policy.snapshot() if tp not in assigned]
+        self.policy.forget_all(gone)
+        for tp in list(self._factories):
+            if tp not in assigned:
+                del self._factories[tp]
+        self._client.add_topics({tp.topic for tp in assigned})
+        self.wakeup()
+
+    def _drop_buffered(self, tp: TopicPartition) -> None:
+        size = self._tp_bytes.pop(tp, None)
+        if size is None:
+            return
+        self._buffered_bytes -= size
+        self._buffered = deque(b for b in self._buffered if b.tp != tp)
+        self.wakeup()
+
+    # -- stats -------------------------------------------------------------------
+
+    def stats(self) -> FetchStats:
+        """A snapshot of where data was read from, per node, rack and partition."""
+        now = time.monotonic()
+        out = FetchStats(self.client_rack, routing_changes=self._stats.routing_changes)
+        for node, c in self._stats.nodes.items():
+            out.nodes[node] = NodeCounters(c.requests, c.records, c.bytes)
+            rack = self._rack(node)
+            agg = out.racks.setdefault(rack, NodeCounters())
+            agg.requests += c.requests
+            agg.records += c.records
+            agg.bytes += c.bytes
+        for state in self._subs.states():
+            tp = state.tp
+            leader = self._cluster.leader_for(tp)
+            preferred = self.policy.preferred(tp, now)
+            read_from = preferred if preferred is not None else leader
+            out.partitions[tp] = PartitionRoute(
+                read_from,
+                self._rack(read_from) if read_from is not None else None,
+                leader,
+                self._rack(leader) if leader is not None else None,
+                preferred,
+            )
+        return out
+
+    def _on_metadata(self, cluster: ClusterMetadata) -> None:
+        """Apply metadata changes to routing, and validate positions after leader moves."""
+        leaders: dict[TopicPartition, int] = {}
+        for state in self._subs.states():
+            tp = state.tp
+            info = cluster.partition(tp)
+            if info is None:
+                continue
+            if info.leader >= 0:
+                leaders[tp] = info.leader
+            previous = self._leader_epochs.get(tp)
+            self._leader_epochs[tp] = info.leader_epoch
+            if (
+                previous is not None
+                and info.leader_epoch > previous
+                and state.has_valid_position
+                and state.position_epoch >= 0
+                # Fetch v12+ reports divergence itself (diverging_epoch).
+                and self._fetch_versions.get(info.leader, 0) < 12
+            ):
+                state.awaiting_validation = True
+        for change in self.policy.on_metadata(set(cluster.brokers), leaders):
+            self._log_change(change)
+        self.wakeup()
+
+    def _rack(self, node: int) -> str | None:
+        return self._cluster.rack_of(node)
+
+    def _count(self, node: int) -> NodeCounters:
+        c = self._stats.nodes.get(node)
+        if c is None:
+            c = self._stats.nodes[node] = NodeCounters()
+        return c
+
+    def _log_change(self, change: RoutingChange[TopicPartition] | None) -> None:
+        if change is None:
+            return
+        self._stats.routing_changes += 1
+        if log.isEnabledFor(logging.DEBUG):
+            state = self._subs.state(change.tp)
+            leader = self._cluster.leader_for(change.tp)
+            target = change.new if change.new is not None else leader
+            log.debug(
+                "%s-%d at offset %s -> node %s (rack %s), leader %s: %s",
+                change.tp.topic,
+                change.tp.partition,
+                state.position if state is not None else None,
+                target,
+                self._rack(target) if target is not None else None,
+                leader,
+                change.reason,
+            )
+
+    # -- draining ------------------------------------------------------------------
+
+    def has_buffered(self, partitions: set[TopicPartition] | None = None) -> bool:
+        if not self._buffered:
+            return False
+        if partitions is None:
+            return True
+        return any(tp in self._tp_bytes for tp in partitions)
+
+    def raise_pending_errors(self, partitions: set[TopicPartition] | None = None) -> None:
+        """Raise an error recorded for a partition (reset "none", fatal errors)."""
+        for state in self._subs.states():
+            if state.error is not None and (partitions is None or state.tp in partitions):
+                error, state.error = state.error, None
+                if isinstance(error, OffsetOutOfRangeError):
+                    # The user decides where to go from here (seek); until then: no fetch.
+                    state.request_reset(NONE)
+                raise error
+
+    def _factory(self, tp: TopicPartition) -> Callable[..., Any]:
+        factory = self._factories.get(tp)
+        if factory is not None:
+            return factory
+        kd, vd = self._key_deser, self._value_deser
+        if kd is None and vd is None:
+            factory = partial(ConsumerRecord, tp.topic, tp.partition)
+        else:
+            topic, partition = tp.topic, tp.partition
+
+            def factory(
+                offset: int,
+                timestamp: int,
+                timestamp_type: int,
+                key: Any,
+                value: Any,
+                checksum: int | None,
+                key_size: int,
+                value_size: int,
+                headers: Any,
+            ) -> ConsumerRecord[Any, Any]:
+                return ConsumerRecord(
+                    topic,
+                    partition,
+                    offset,
+                    timestamp,
+                    timestamp_type,
+                    kd(key) if kd is not None else key,
+                    vd(value) if vd is not None else value,
+                    checksum,
+                    key_size,
+                    value_size,
+                    headers,
+                )
+
+        self._factories[tp] = factory
+        return factory
+
+    def drain(
+        self, partitions: set[TopicPartition] | None, max_records: int | None
+    ) -> dict[TopicPartition, list[Any]]:
+        """Take up to ``max_records`` buffered records, advancing positions.
+
+        Raises:
+            CorruptRecordException: a corrupt batch was reached before any
+                record was taken in this call (records before it are returned
+                first; the position stays at the corrupt batch).
+        """
+        out: dict[TopicPartition, list[Any]] = {}
+        budget = max_records if max_records is not None else 1 << 62
+        skipped: deque[_Buffered] = deque()
+        while self._buffered and budget > 0:
+            buf = self._buffered[0]
+            tp = buf.tp
+            if partitions is not None and tp not in partitions:
+                skipped.append(self._buffered.popleft())
+                continue
+            state = self._subs.state(tp)
+            if state is None or state.paused or state.position is None:
+                if state is not None and state.paused:
+                    skipped.append(self._buffered.popleft())
+                else:
+                    self._pop_buffer()
+                continue
+            taken = self._take(buf, state, budget)
+            if state.error is not None:
+                # A corrupt batch: nothing after it may be delivered or skipped.
+                self._drop_buffered(tp)
+            if taken:
+                existing = out.get(tp)
+                if existing is None:
+                    out[tp] = taken
+                else:
+                    existing.extend(taken)
+                budget -= len(taken)
+                self._count(buf.node).records += len(taken)
+            if (
+                self._buffered
+                and self._buffered[0] is buf
+                and buf.pending_pos >= len(buf.pending)
+                and buf.batches is None
+            ):
+                self._pop_buffer()
+        self._requeue(skipped)
+        if not self._buffered:
+            self.data_ready.clear()
+            self.wakeup()
+        return out
+
+    def _requeue(self, skipped: deque[_Buffered]) -> None:
+        if skipped:
+            skipped.extend(self._buffered)
+            self._buffered = skipped
+
+    def _pop_buffer(self) -> None:
+        buf = self._buffered.popleft()
+        self._buffered_bytes -= buf.size
+        left = self._tp_bytes.get(buf.tp, 0) - buf.size
+        if left > 0:
+            self._tp_bytes[buf.tp] = left
+        else:
+            self._tp_bytes.pop(buf.tp, None)
+        self.wakeup()
+
+    def _take(self, buf: _Buffered, state: PartitionState, budget: int) -> list[Any]:
+        """Records of ``buf`` from the partition's position, at most ``budget``."""
+        taken: list[Any] = []
+        position = state.position
+        assert position is not None
+        while True:
+            pending = buf.pending
+            if buf.pending_pos < len(pending):
+                start = buf.pending_pos
+                end = min(len(pending), start + budget - len(taken))
+                chunk = pending[start:end]
+                buf.pending_pos = end
+                if chunk:
+                    taken.extend(chunk)
+                    position = chunk[-1].offset + 1
+                if buf.pending_pos < len(pending):
+                    break  # budget reached mid-batch
+                position = max(position, buf.pending_next)
+                if len(taken) >= budget:
+                    break
+            if buf.batches is None:
+                break
+            try:
+                batch = next(buf.batches, None)
+                if batch is None:
+                    buf.batches = None
+                    break
+                next_offset = batch.next_offset
+                if next_offset <= position:
+                    continue  # already consumed
+                if self._skip_batch(buf, batch):
+                    position = next_offset
+                    continue
+                records = batch.records(self._factory(buf.tp))
+            except CorruptRecordException as exc:
+                # Never skipped: the position stays at the corrupt batch and
+                # the error is raised on the next poll (after the records
+                # taken before it), and again until the user seeks past it.
+                buf.batches = None
+                buf.pending = []
+                buf.pending_pos = 0
+                state.error = exc
+                state.position = position
+                state.fetch_position = position
+                return taken
+            if records and records[0].offset < position:
+                records = [r for r in records if r.offset >= position]
+            buf.pending = records
+            buf.pending_pos = 0
+            buf.pending_next = next_offset
+            epoch = getattr(batch, "partition_leader_epoch", -1)
+            state.position_epoch = epoch
+            if not records:
+                position = next_offset
+        state.position = position
+        return taken
+
+    def _skip_batch(self, buf: _Buffered, batch: Any) -> bool:
+        """Control batches and, under read_committed, aborted transactions."""
+        if buf.aborted is not None and batch.producer_id >= 0:
+            aborted = buf.aborted
+            last = batch.last_offset
+            while aborted and aborted[0][0] <= last:
+                buf.aborted_pids.add(aborted.popleft()[1])
+            if batch.is_control:
+                if batch.control_type == CONTROL_ABORT:
+                    buf.aborted_pids.discard(batch.producer_id)
+                return True
+            if batch.is_transactional and batch.producer_id in buf.aborted_pids:
+                return True
+        return bool(batch.is_control)
+
+    # -- the loop --------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        wakeup_task: asyncio.Task[Any] | None = None
+        try:
+            while not self._closed:
+                now = time.monotonic()
+                deadline = now + self._idle
+                deadline = min(deadline, self._start_lookups(now))
+                if self._buffered_bytes < self._max_bytes:
+                    deadline = min(deadline, self._send_fetches(now))
+                waiters: set[asyncio.Future[Any]] = {e.future for e in self._inflight.values()}
+                waiters.update(self._connecting.values())
+                waiters.update(self._lookups.values())
+                if wakeup_task is None or wakeup_task.done():
+                    self._wakeup.clear()
+                    wakeup_task = asyncio.ensure_future(self._wakeup.wait())
+                waiters.add(wakeup_task)
+                timeout = max(0.0, deadline - time.monotonic())
+                await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+                for node, entry in list(self._inflight.items()):
+                    if entry.future.done():
+                        del self._inflight[node]
+                        self._inflight_tps.difference_update(entry.offsets)
+                        self._handle_fetch(entry)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # pragma: no cover - a bug here must be loud, not a silent stall
+            log.exception("fetch loop failed")
+            raise
+        finally:
+            if wakeup_task is not None:
+                wakeup_task.cancel()
+
+    # -- offset lookups (resets and KIP-320 validation), always to the leader ------------
+
+    def _start_lookups(self, now: float) -> float:
+        deadline = now + self._idle
+        resets: dict[int, dict[TopicPartition, str]] = {}
+        validations: dict[int, list[PartitionState]] = {}
+        for state in self._subs.states():
+            tp = state.tp
+            if tp in self._lookup_tps:
+                continue
+            wants_reset = state.reset is not None and state.reset != NONE
+            if not wants_reset and not state.awaiting_validation:
+                continue
+            leader = self._cluster.leader_for(tp)
+            if leader is None or self._cluster.broker(leader) is None:
+                self._client.request_update()
+                continue
+            if self._node_backoff_until.get(leader, 0) > now:
+                deadline = min(deadline, self._node_backoff_until[leader])
+                continue
+            if wants_reset:
+                resets.setdefault(leader, {})[tp] = state.reset  # type: ignore[assignment]
+            else:
+                validations.setdefault(leader, []).append(state)
+        for leader, tps in resets.items():
+            if leader not in self._lookups:
+                self._lookup_tps.update(tps)
+                self._lookups[leader] = asyncio.ensure_future(self._reset(leader, tps))
+        for leader, states in validations.items():
+            if leader not in self._lookups:
+                self._lookup_tps.update(s.tp for s in states)
+                self._lookups[leader] = asyncio.ensure_future(self._validate(leader, states))
+        return deadline
+
+    def _lookup_done(self, leader: int, tps: Any) -> None:
+        self._lookups.pop(leader, None)
+        self._lookup_tps.difference_update(tps)
+        self.wakeup()
+
+    async def _reset(self, leader: int, tps: dict[TopicPartition, str]) -> None:
+        try:
+            timestamps = {tp: RESET_TIMESTAMPS[s] for tp, s in tps.items()}
+            results = await self.list_offsets_from(leader, timestamps)
+            if len(results) < len(tps):
+                self._node_backoff_until[leader] = time.monotonic() + self._backoff
+            for tp, (offset, _ts, epoch) in results.items():
+                state = self._subs.state(tp)
+                if state is None or state.reset != tps[tp]:
+                    continue  # unassigned or reset/seeked again meanwhile
+                if offset < 0:
+                    continue
+                log.debug("reset %s-%d to offset %d (%s)", tp.topic, tp.partition, offset, tps[tp])
+                state.set_position(offset, -1)
+                state.validated_epoch = epoch
+        except KafkaError as exc:
+            log.debug("offset reset via node %d failed: %s", leader, exc)
+            self._node_backoff_until[leader] = time.monotonic() + self._backoff
+            self._client.request_update()
+        finally:
+            self._lookup_done(leader, tps)
+
+    async def _validate(self, leader: int, states: list[PartitionState]) -> None:
+        """KIP-320: check positions against the leader's log after a leader change."""
+        tps = [s.tp for s in states]
+        try:
+            version = await self._client.api_version(leader, OFFSET_FOR_LEADER_EPOCH)
+            topics: dict[str, list[dict[str, int]]] = {}
+            sent: dict[TopicPartition, tuple[int | None, int]] = {}
+            for s in states:
+                info = self._cluster.partition(s.tp)
+                current = info.leader_epoch if info is not None else -1
+                sent[s.tp] = (s.position, current)
+                topics.setdefault(s.tp.topic, []).append(
+                    {
+                        "partition": s.tp.partition,
+                        "current_leader_epoch": current,
+                        "leader_epoch": s.position_epoch,
+                    }
+                )
+            request = OFFSET_FOR_LEADER_EPOCH.Request(
+                replica_id=-1,
+                topics=[{"topic": t, "partitions": p} for t, p in topics.items()],
+            )
+            response = await self._client.send(
+                leader, OFFSET_FOR_LEADER_EPOCH, request, version=version
+            )
+            for t in response.topics:
+                for p in t.partitions:
+                    tp = TopicPartition(t.topic, p.partition)
+                    state = self._subs.state(tp)
+                    if state is None or tp not in sent or state.position != sent[tp][0]:
+                        continue
+                    if p.error_code:
+                        err = for_code(p.error_code)
+                        if err.invalid_metadata:
+                            self._client.request_update()
+                        if err.retriable or err.invalid_metadata:
+                            self._node_backoff_until[leader] = time.monotonic() + self._backoff
+                        else:
+                            state.awaiting_validation = False  # cannot validate: go on
+                        continue
+                    state.awaiting_validation = False
+                    state.validated_epoch = sent[tp][1]
+                    position = state.position
+                    if position is not None and 0 <= p.end_offset < position:
+                        log.warning(
+                            "log truncation detected on %s-%d: position %d is past the end "
+                            "offset %d of epoch %d; continuing from %d",
+                            tp.topic,
+                            tp.partition,
+                            position,
+                            p.end_offset,
+                            p.leader_epoch,
+                            p.end_offset,
+                        )
+                        self._drop_buffered(tp)
+                        state.set_position(p.end_offset, p.leader_epoch)
+        except UnsupportedVersionError:
+            for s in states:
+                s.awaiting_validation = False
+        except KafkaError as exc:
+            log.debug("offset validation via node %d failed: %s", leader, exc)
+            self._node_backoff_until[leader] = time.monotonic() + self._backoff
+        finally:
+            self._lookup_done(leader, tps)
+
+    async def list_offsets_from(
+        self, leader: int, timestamps: dict[TopicPartition, int]
+    ) -> dict[TopicPartition, tuple[int, int, int]]:
+        """ListOffsets to one leader: ``tp -> (offset, timestamp, leader_epoch)``.
+
+        Partitions with a retriable error are left out of the result (the
+        caller retries); a non-retriable one raises.
+        """
+        version = await self._client.api_version(leader, LIST_OFFSETS)
+        topics: dict[str, list[dict[str, int]]] = {}
+        for tp, ts in timestamps.items():
+            info = self._cluster.partition(tp)
+            topics.setdefault(tp.topic, []).append(
+                {
+                    "partition_index": tp.partition,
+                    "current_leader_epoch": info.leader_epoch if info is not None else -1,
+                    "timestamp": ts,
+                }
+            )
+        request = LIST_OFFSETS.Request(
+            replica_id=-1,
+            isolation_level=self._isolation,
+            topics=[{"name": t, "partitions": p} for t, p in topics.items()],
+        )
+        response = await self._client.send(leader, LIST_OFFSETS, request, version=version)
+        out: dict[TopicPartition, tuple[int, int, int]] = {}
+        for t in response.topics:
+            for p in t.partitions:
+                tp = TopicPartition(t.name, p.partition_index)
+                if p.error_code:
+                    err = for_code(p.error_code)
+                    if err.invalid_metadata or err.retriable:
+                        self._client.request_update()
+                        continue
+                    raise err(f"ListOffsets for {tp.topic}-{tp.partition}")
+                out[tp] = (p.offset, p.timestamp, p.leader_epoch)
+        return out
+
+    async def list_offsets(
+        self, timestamps: dict[TopicPartition, int], timeout: float
+    ) -> dict[TopicPartition, tuple[int, int, int]]:
+        """ListOffsets for any partitions, each from its leader, retried until ``timeout``."""
+        deadline = time.monotonic() + timeout
+        remaining = dict(timestamps)
+        out: dict[TopicPartition, tuple[int, int, int]] = {}
+        self._client.add_topics({tp.topic for tp in remaining})
+        while remaining:
+            by_leader: dict[int, dict[TopicPartition, int]] = {}
+            missing = False
+            for tp, ts in remaining.items():
+                leader = self._cluster.leader_for(tp)
+                if leader is None:
+                    missing = True
+                else:
+                    by_leader.setdefault(leader, {})[tp] = ts
+            results = await asyncio.gather(
+                *(self.list_offsets_from(n, tps) for n, tps in by_leader.items()),
+                return_exceptions=True,
+            )
+            for res in results:
+                if isinstance(res, BaseException):
+                    if isinstance(res, KafkaError) and (
+                        res.retriable or res.invalid_metadata or _is_connection_error(res)
+                    ):
+                        continue
+                    raise res
+                out.update(res)
+                for tp in res:
+                    remaining.pop(tp, None)
+            if not remaining:
+                break
+            if time.monotonic() >= deadline:
+                raise KafkaTimeoutError(
+                    f"offsets of {sorted(remaining)} not found within {timeout:.3g} s"
+                )
+            if missing or results:
+                with contextlib.suppress(KafkaError):
+                    await asyncio.wait_for(
+                        self._client.refresh_metadata(), max(0.01, deadline - time.monotonic())
+                    )
+            await asyncio.sleep(self._backoff)
+        return out
+
+    # -- fetch requests --------------------------------------------------------------
+
+    def _send_fetches(self, now: float) -> float:
+        deadline = now + self._idle
+        by_node: dict[int, list[PartitionState]] = {}
+        cluster = self._cluster
+        node_known = self._node_known
+        backing_off = self._node_backing_off
+        for state in self._subs.states():
+            tp = state.tp
+            if (
+                not state.is_fetchable
+                or self._tp_bytes.get(tp, 0) >= self._partition_max_bytes
+                or tp in self._inflight_tps
+                or tp in self._lookup_tps
+            ):
+                continue
+            leader = cluster.leader_for(tp)
+            route = self.policy.select(
+                tp, leader, now, node_known=node_known, node_backing_off=backing_off
+            )
+            self._log_change(route.change)
+            if route.refresh_metadata or leader is None:
+                self._client.request_update()
+            if route.node is None:
+                if route.retry_at is not None:
+                    deadline = min(deadline, route.retry_at)
+                continue
+            by_node.setdefault(route.node, []).append(state)
+        for node, states in by_node.items():
+            if node in self._inflight:
+                continue
+            conn = self._client.connection_if_ready(node)
+            if conn is None:
+                if node not in self._connecting:
+                    self._connecting[node] = asyncio.ensure_future(self._connect(node))
+                continue
+            try:
+                self._send_fetch(node, conn, states)
+            except KafkaError as exc:
+                self._node_failed(node, exc)
+        return deadline
+
+    def _node_known(self, node: int) -> bool:
+        return node in self._cluster.brokers
+
+    def _node_backing_off(self, node: int) -> bool:
+        return (
+            self._node_backoff_until.get(node, 0) > time.monotonic()
+            or self._client.is_backing_off(node)
+        )
+
+    async def _connect(self, node: int) -> None:
+        try:
+            await self._client.connect(node)
+        except KafkaError as exc:
+            self._node_failed(node, exc)
+        finally:
+            self._connecting.pop(node, None)
+            self.wakeup()
+
+    def _node_failed(self, node: int, exc: BaseException) -> None:
+        now = time.monotonic()
+        log.debug("fetch from node %d failed: %s", node, exc)
+        self._node_backoff_until[node] = now + self._backoff
+        for change in self.policy.on_node_failure(node, now):
+            self._log_change(change)
+        session = self._sessions.get(node)
+        if session is not None:
+            session.handle_failure()
+        self._client.request_update()
+
+    def _send_fetch(self, node: int, conn: Any, states: list[PartitionState]) -> None:
+        version = conn.version(FETCH)
+        if version < _RACK_AWARE_FETCH_VERSION and self.policy.note_old_broker(node):
+            log.warning(
+                "broker %d speaks Fetch up to v%d (< v11): it cannot name a closer replica, "
+                "so partitions it leads are read from it whatever client_rack says",
+                node,
+                version,
+            )
+        topic_ids: dict[str, Any] = {}
+        if version >= _TOPIC_ID_FETCH_VERSION:
+            for s in states:
+                tid = self._cluster.topic_ids.get(s.tp.topic)
+                if tid is None or tid == UUID_ZERO:
+                    version = min(version, _TOPIC_ID_FETCH_VERSION - 1)
+                    break
+                topic_ids[s.tp.topic] = tid
+        wanted: dict[TopicPartition, PartitionFetchState] = {}
+        for s in states:
+            info = self._cluster.partition(s.tp)
+            assert s.fetch_position is not None
+            wanted[s.tp] = PartitionFetchState(
+                s.fetch_position,
+                info.leader_epoch if info is not None else -1,
+                s.position_epoch,
+                self._partition_max_bytes,
+            )
+        session = self._sessions.get(node)
+        if session is None:
+            session = self._sessions[node] = FetchSession(node)
+        plan = session.build(wanted)
+        use_ids = version >= _TOPIC_ID_FETCH_VERSION
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for tp, ps in plan.partitions.items():
+            topics.setdefault(tp.topic, []).append(
+                {
+                    "partition": tp.partition,
+                    "current_leader_epoch": ps.current_leader_epoch,
+                    "fetch_offset": ps.fetch_offset,
+                    "last_fetched_epoch": ps.last_fetched_epoch,
+                    "log_start_offset": -1,
+                    "partition_max_bytes": ps.max_bytes,
+                }
+            )
+        forgotten: dict[str, list[int]] = {}
+        for tp in plan.forgotten:
+            forgotten.setdefault(tp.topic, []).append(tp.partition)
+        if use_ids:
+            for name in list(topics) + list(forgotten):
+                if name not in topic_ids:
+                    tid = self._cluster.topic_ids.get(name)
+                    if tid is None or tid == UUID_ZERO:
+                        # A forgotten topic without an id: start a fresh full session.
+                        session.reset()
+                        version = _TOPIC_ID_FETCH_VERSION - 1
+                        use_ids = False
+                        plan = session.build(wanted)
+                        break
+                    topic_ids[name] = tid
+        request = FETCH.Request(
+            replica_id=-1,
+            max_wait_ms=self._max_wait_ms,
+            min_bytes=self._min_bytes,
+            max_bytes=self._max_bytes,
+            isolation_level=self._isolation,
+            session_id=plan.session_id,
+            session_epoch=plan.epoch,
+            topics=[
+                {"topic": t, "topic_id": topic_ids.get(t, UUID_ZERO), "partitions": p}
+                for t, p in topics.items()
+            ],
+            forgotten_topics_data=[
+                {"topic": t, "topic_id": topic_ids.get(t, UUID_ZERO), "partitions": p}
+                for t, p in forgotten.items()
+            ],
+            rack_id=self.client_rack or "",
+        )
+        fut = conn.send(FETCH, request, version=version)
+        self._count(node).requests += 1
+        offsets = {tp: ps.fetch_offset for tp, ps in wanted.items()}
+        names = {tid: name for name, tid in topic_ids.items()}
+        self._inflight[node] = _InFlight(node, fut, version, offsets, names, time.monotonic())
+        self._inflight_tps.update(offsets)
+        self._fetch_versions[node] = version
+        timeout = conn.request_timeout + self._max_wait_ms / 1000
+        timer = asyncio.get_running_loop().call_later(timeout, _expire, fut, conn, node, timeout)
+        fut.add_done_callback(lambda _f: timer.cancel())
+
+    # -- fetch responses -------------------------------------------------------------
+
+    def _handle_fetch(self, entry: _InFlight) -> None:
+        node = entry.node
+        session = self._sessions.get(node)
+        try:
+            response = entry.future.result()
+        except asyncio.CancelledError:
+            return
+        except KafkaError as exc:
+            self._node_failed(node, exc)
+            return
+        now = time.monotonic()
+        if response.error_code:
+            log.debug("fetch from node %d: top-level error %d", node, response.error_code)
+            if session is not None:
+                session.handle_response(response.error_code, response.session_id)
+            if response.error_code not in (
+                FETCH_SESSION_ID_NOT_FOUND,
+                INVALID_FETCH_SESSION_EPOCH,
+                FETCH_SESSION_TOPIC_ID_ERROR,
+            ):
+                self._node_backoff_until[node] = now + self._backoff
+            return
+        if session is not None:
+            session.handle_response(0, response.session_id)
+        # KIP-951: brokers named in the response, for leader moves below.
+        if response.node_endpoints:
+            self._cluster.add_brokers(
+                Broker(e.node_id, e.host, e.port, e.rack) for e in response.node_endpoints
+            )
+        wall_ms = int(time.time() * 1000)
+        counters = self._count(node)
+        got_data = False
+        for topic in response.responses:
+            name = topic.topic or entry.topic_names.get(topic.topic_id)
+            if not name:
+                continue
+            for p in topic.partitions:
+                tp = TopicPartition(name, p.partition_index)
+                sent_offset = entry.offsets.get(tp)
+                state = self._subs.state(tp)
+                if state is None or sent_offset is None or state.fetch_position != sent_offset:
+                    continue  # unassigned, not asked, or seeked since: stale
+                if p.error_code:
+                    self._partition_error(tp, state, node, p, now)
+                    continue
+                if p.high_watermark >= 0:
+                    state.highwater = p.high_watermark
+                    state.last_poll_timestamp = wall_ms
+                if p.last_stable_offset >= 0:
+                    state.last_stable_offset = p.last_stable_offset
+                if p.log_start_offset >= 0:
+                    state.log_start_offset = p.log_start_offset
+                leader = self._cluster.leader_for(tp)
+                self._log_change(
+                    self.policy.on_fetch_response(tp, node, leader, p.preferred_read_replica, now)
+                )
+                diverging = p.diverging_epoch
+                if diverging is not None and diverging.end_offset >= 0:
+                    self._truncated(tp, state, diverging.epoch, diverging.end_offset)
+                    continue
+                records = p.records
+                if records:
+                    counters.bytes += len(records)
+                    end = next_offset_after(records)
+                    if end is None:
+                        continue  # only a truncated batch: fetch it again, bigger or later
+                    if end > sent_offset:
+                        state.fetch_position = end
+                    aborted = None
+                    if self._isolation == READ_COMMITTED:
+                        aborted = [
+                            (a.first_offset, a.producer_id) for a in (p.aborted_transactions or [])
+                        ]
+                    buf = _Buffered(tp, node, records, aborted, self._check_crcs)
+                    self._buffered.append(buf)
+                    self._tp_bytes[tp] = self._tp_bytes.get(tp, 0) + buf.size
+                    self._buffered_bytes += buf.size
+                    got_data = True
+        if got_data:
+            self.data_ready.set()
+
+    def _truncated(self, tp: TopicPartition, state: PartitionState, epoch: int, end: int) -> None:
+        position = state.position
+        if position is not None and end < position:
+            log.warning(
+                "log truncation detected on %s-%d: the leader's log diverges at offset %d "
+                "(epoch %d), before position %d; continuing from %d",
+                tp.topic,
+                tp.partition,
+                end,
+                epoch,
+                position,
+                end,
+            )
+            self._drop_buffered(tp)
+            state.set_position(end, epoch)
+
+    def _partition_error(
+        self, tp: TopicPartition, state: PartitionState, node: int, p: Any, now: float
+    ) -> None:
+        code = p.error_code
+        new_leader = None
+        if code == _NOT_LEADER_OR_FOLLOWER:
+            current = p.current_leader
+            if current is not None and current.leader_id >= 0:
+                # KIP-951: move the partition now, no metadata round trip.
+                if self._cluster.broker(current.leader_id) is not None and (
+                    self._cluster.update_leader(tp, current.leader_id, current.leader_epoch)
+                ):
+                    new_leader = current.leader_id
+                    log.debug(
+                        "%s-%d: new leader %d (epoch %d) from the fetch response",
+                        tp.topic,
+                        tp.partition,
+                        current.leader_id,
+                        current.leader_epoch,
+                    )
+        leader = self._cluster.leader_for(tp)
+        outcome = self.policy.on_partition_error(
+            tp, code, node, leader, now, new_leader=new_leader
+        )
+        self._log_change(outcome.change)
+        if outcome.refresh_metadata and new_leader is None:
+            self._client.request_update()
+        if outcome.action is FetchErrorAction.RESET:
+            strategy = self._subs.default_reset
+            if strategy == NONE:
+                state.error = OffsetOutOfRangeError(
+                    f"offset {state.position} is out of range for {tp.topic}-{tp.partition} "
+                    "and auto_offset_reset is 'none'"
+                )
+            else:
+                log.info(
+                    "%s-%d: offset %s out of range on the leader, resetting to %s",
+                    tp.topic,
+                    tp.partition,
+                    state.position,
+                    strategy,
+                )
+                self._drop_buffered(tp)
+                state.request_reset(strategy)
+        elif outcome.action is FetchErrorAction.RAISE:
+            state.error = for_code(code)(f"fetch of {tp.topic}-{tp.partition} from node {node}")
+        elif outcome.action is FetchErrorAction.REFETCH_FROM_LEADER:
+            log.debug(
+                "%s-%d: %s from read replica %d at offset %s; fetching it from the leader",
+                tp.topic,
+                tp.partition,
+                outcome.error_name,
+                node,
+                state.position,
+            )
+
+
+def _expire(fut: asyncio.Future[Any], conn: Any, node: int, timeout: float) -> None:
+    """A fetch got no answer in time: the connection is stuck, close it."""
+    if not fut.done():
+        conn.close(KafkaTimeoutError(f"fetch from node {node} got no response in {timeout:.3g} s"))
+
+
+def _is_connection_error(exc: BaseException) -> bool:
+    from rackafka.errors import KafkaConnectionError
+
+    return isinstance(exc, KafkaConnectionError)

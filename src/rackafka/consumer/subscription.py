@@ -1,0 +1,112 @@
+"""What the consumer is assigned and where it stands in each partition."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from rackafka.structs import TopicPartition
+
+EARLIEST = "earliest"
+LATEST = "latest"
+NONE = "none"
+#: ListOffsets timestamps of the reset strategies.
+RESET_TIMESTAMPS = {EARLIEST: -2, LATEST: -1}
+
+
+@dataclass
+class PartitionState:
+    """Position and fetch state of one assigned partition."""
+
+    tp: TopicPartition
+    #: Next offset to hand to the user; ``None`` until reset or seek.
+    position: int | None = None
+    #: Next offset to fetch: the end of the data already buffered (prefetch).
+    fetch_position: int | None = None
+    #: Leader epoch of the last record consumed (KIP-320), -1 when unknown.
+    position_epoch: int = -1
+    #: Pending reset: "earliest", "latest", or None.
+    reset: str | None = None
+    paused: bool = False
+    highwater: int | None = None
+    last_stable_offset: int | None = None
+    log_start_offset: int | None = None
+    #: Wall-clock ms of the last fetch response that updated ``highwater``.
+    last_poll_timestamp: int | None = None
+    #: An error to raise to the user on the next poll (e.g. reset "none").
+    error: BaseException | None = None
+    #: Position must be checked against the leader's log (KIP-320) before fetching.
+    awaiting_validation: bool = False
+    #: Leader epoch this position was last validated against.
+    validated_epoch: int = -1
+    #: Woken when a position becomes known.
+    position_known: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+
+    def set_position(self, offset: int, epoch: int = -1) -> None:
+        self.position = offset
+        self.fetch_position = offset
+        self.position_epoch = epoch
+        self.reset = None
+        self.error = None
+        self.position_known.set()
+
+    def request_reset(self, strategy: str) -> None:
+        self.reset = strategy
+        self.position = None
+        self.fetch_position = None
+        self.position_known.clear()
+
+    @property
+    def has_valid_position(self) -> bool:
+        return self.position is not None and self.reset is None
+
+    @property
+    def is_fetchable(self) -> bool:
+        return (
+            self.has_valid_position
+            and not self.paused
+            and self.error is None
+            and not self.awaiting_validation
+        )
+
+
+class SubscriptionState:
+    """The assigned partitions, in assignment order."""
+
+    def __init__(self, default_reset: str) -> None:
+        self.default_reset = default_reset
+        self._states: dict[TopicPartition, PartitionState] = {}
+        #: Bumped on every assignment change so the fetcher notices.
+        self.version = 0
+        #: Topics subscribed to (no group: all their partitions are assigned).
+        self.topics: set[str] = set()
+        self.pattern: str | None = None
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Replace the assignment; kept partitions keep their state."""
+        new: dict[TopicPartition, PartitionState] = {}
+        for tp in partitions:
+            state = self._states.get(tp)
+            if state is None:
+                state = PartitionState(tp)
+                state.request_reset(self.default_reset)
+            new[tp] = state
+        self._states = new
+        self.version += 1
+
+    def unassign(self) -> None:
+        self._states = {}
+        self.version += 1
+
+    def assigned(self) -> set[TopicPartition]:
+        return set(self._states)
+
+    def state(self, tp: TopicPartition) -> PartitionState | None:
+        return self._states.get(tp)
+
+    def states(self) -> list[PartitionState]:
+        return list(self._states.values())
+
+    def is_assigned(self, tp: TopicPartition) -> bool:
+        return tp in self._states

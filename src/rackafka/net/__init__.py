@@ -1,0 +1,1 @@
+"""asyncio networking: connections to brokers (framing, pipelining, timeouts, version negotiation)."""

@@ -1,0 +1,39 @@
+"""Cheap look at fetched record data without decoding it."""
+
+from __future__ import annotations
+
+import struct
+
+_OFFSET_LENGTH = struct.Struct(">qi")
+_LAST_OFFSET_DELTA = struct.Struct(">i")
+_V2_HEADER_MIN = 61  # a v2 batch header, up to the record count
+_MAGIC_AT = 16
+_LAST_OFFSET_DELTA_AT = 23
+
+
+def next_offset_after(data: bytes) -> int | None:
+    """The offset after the last *complete* batch in ``data``, or ``None``.
+
+    Only batch headers are read: for v2 batches ``base offset + last offset
+    delta + 1``; for legacy messages (whose wrapper carries the offset of its
+    last inner message) ``offset + 1``.  A truncated last batch is ignored, as
+    the decoder ignores it.  Headers too short to hold these fields end the
+    scan; the decoder reports such corruption when it gets there.
+    """
+    total = len(data)
+    pos = 0
+    last: int | None = None
+    while total - pos >= 12:
+        offset, length = _OFFSET_LENGTH.unpack_from(data, pos)
+        end = pos + 12 + length
+        if length <= 0 or end > total:
+            break
+        if data[pos + _MAGIC_AT] >= 2:
+            if length + 12 < _V2_HEADER_MIN:
+                break
+            delta = _LAST_OFFSET_DELTA.unpack_from(data, pos + _LAST_OFFSET_DELTA_AT)[0]
+            last = offset + delta + 1
+        else:
+            last = offset + 1
+        pos = end
+    return last
