@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test venv lint typecheck unit demo bench clean
+.PHONY: test venv lint typecheck unit demo bench-records bench-consume clean
 
 venv: $(STAMP)
 
@@ -34,7 +34,14 @@ $(BENCH_VENV)/.installed: pyproject.toml
 	touch $@
 
 bench-records: $(BENCH_VENV)/.installed
-	$(BENCH_VENV)/bin/python benchmarks/records.py
+	$(BENCH_VENV)/bin/python benchmarks/records.py $(BENCH_ARGS)
+
+bench-consume: $(BENCH_VENV)/.installed
+	$(BENCH_VENV)/bin/python benchmarks/consume.py $(BENCH_ARGS)
+
+# The main job on the embedded 3-rack cluster: reads without and with client_rack.
+demo: venv
+	$(BIN)/python examples/demo.py $(DEMO_ARGS)
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

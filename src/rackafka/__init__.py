@@ -7,11 +7,11 @@ A drop-in for aiokafka's consumer::
 
 __version__ = "0.1.0.dev0"
 
-from rackafka import errors, structs  # noqa: E402
-from rackafka.abc import ConsumerRebalanceListener  # noqa: E402
-from rackafka.consumer.consumer import AIOKafkaConsumer  # noqa: E402
-from rackafka.errors import ConsumerStoppedError, IllegalOperation  # noqa: E402
-from rackafka.structs import (  # noqa: E402
+from rackafka import errors, structs
+from rackafka.abc import ConsumerRebalanceListener
+from rackafka.consumer.consumer import AIOKafkaConsumer
+from rackafka.errors import ConsumerStoppedError, IllegalOperation
+from rackafka.structs import (
     ConsumerRecord,
     OffsetAndMetadata,
     OffsetAndTimestamp,

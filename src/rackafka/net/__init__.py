@@ -1,1 +1,2 @@
-"""asyncio networking: connections to brokers (framing, pipelining, timeouts, version negotiation)."""
+"""asyncio networking: broker connections with framing, pipelining, timeouts and
+version negotiation."""

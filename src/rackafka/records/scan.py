@@ -26,7 +26,7 @@ def next_offset_after(data: bytes) -> int | None:
     while total - pos >= 12:
         offset, length = _OFFSET_LENGTH.unpack_from(data, pos)
         end = pos + 12 + length
-        if length <= 0 or end > total:
+        if length < 5 or end > total:  # too short to hold a crc and a magic byte
             break
         if data[pos + _MAGIC_AT] >= 2:
             if length + 12 < _V2_HEADER_MIN:

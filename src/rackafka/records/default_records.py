@@ -1,0 +1,744 @@
+"""Record batch v2 (magic 2): the batch object and the record decoder.
+
+This module is the consumer's hot path.  Two decoders share the work:
+
+* a scalar loop that decodes one record after the other, with the common one- and
+  two-byte varints read inline through lookup tables, and
+* a "column" decoder for runs of records that all have the same layout (same size, same
+  key and value lengths, no headers, one-byte timestamp delta, consecutive offset
+  deltas), which is what most producers write.  It checks that layout for a whole run
+  with a few C-level operations on strided slices of the buffer and then builds the
+  records with ``struct``, ``zip`` and ``map``, without a Python-level loop per record.
+
+Both decoders validate every record completely; a run that does not pass the checks is
+decoded by the scalar loop, which raises the precise error.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from collections.abc import Callable
+from itertools import repeat, starmap
+from typing import Any, Final
+
+from rackafka.errors import CorruptRecordException, UnsupportedCodecError
+from rackafka.records._varint import ZIGZAG1, ZIGZAG2, VarintError, read_varint
+from rackafka.records.compression import CODEC_NAMES, decompress
+
+__all__ = [
+    "HEADER",
+    "HEADER_SIZE",
+    "RecordBatch",
+    "RecordFactory",
+    "CONTROL_ABORT",
+    "CONTROL_COMMIT",
+    "CREATE_TIME",
+    "LOG_APPEND_TIME",
+]
+
+#: Header of a v2 batch: baseOffset, batchLength, partitionLeaderEpoch, magic, crc,
+#: attributes, lastOffsetDelta, baseTimestamp, maxTimestamp, producerId, producerEpoch,
+#: baseSequence, records count.
+HEADER: Final = struct.Struct(">qiibIhiqqqhii")
+HEADER_SIZE: Final = HEADER.size  # 61
+#: Offset of the first byte covered by the CRC (the attributes).
+CRC_START: Final = 21
+
+CREATE_TIME: Final = 0
+LOG_APPEND_TIME: Final = 1
+#: Control record types (the ``type`` field of a control record key).
+CONTROL_ABORT: Final = 0
+CONTROL_COMMIT: Final = 1
+
+#: ``factory(offset, timestamp, timestamp_type, key, value, checksum,
+#: serialized_key_size, serialized_value_size, headers)``: the argument order of
+#: aiokafka's ``ConsumerRecord`` after its ``topic`` and ``partition``.
+RecordFactory = Callable[..., Any]
+
+_MIN_RECORD_SIZE = 7  # length, attributes, ts delta, offset delta, key, value, headers
+_MIN_RUN = 16  # shortest run for the column decoder
+_FIRST_CHUNK = 16  # records decoded by the scalar loop before trying columns again
+_MAX_CHUNK = 4096
+# Largest offset delta whose zig-zag varint has 1, 2, 3 bytes.
+_OD_LIMIT = (0, (1 << 6) - 1, (1 << 13) - 1, (1 << 20) - 1)
+_NON_ASCII = re.compile(rb"[\x80-\xff]")
+# First byte of the zig-zag varint of offset delta i, for i mod 64, without and with the
+# continuation bit.
+_OD_BYTE0 = {
+    0: bytes((2 * i) & 0x7F for i in range(64)),
+    0x80: bytes(((2 * i) & 0x7F) | 0x80 for i in range(64)),
+}
+_EMPTY: tuple[()] = ()
+_NO_RUN: tuple[int, int, tuple[Any, ...]] = (0, 0, ())
+_ZEROS1 = [0] * 128
+_ZEROS2 = [[0] * 128] * 256
+_BLOCK = 64  # records per struct format in _column
+_BLOCK_STRUCTS: dict[tuple[int, int, int], struct.Struct] = {}
+
+
+class _Corrupt(Exception):
+    """Internal: a record is invalid; :meth:`RecordBatch.records` adds the context."""
+
+
+def _where(topic: str | None, partition: int | None, offset: int) -> str:
+    if topic is not None:
+        return f"{topic}-{partition} at offset {offset}"
+    if partition is not None:
+        return f"partition {partition} at offset {offset}"
+    return f"offset {offset}"
+
+
+class RecordBatch:
+    """A record batch of message format v2 (magic 2).
+
+    :func:`rackafka.records.iter_batches` creates it after checking the batch header (and
+    the CRC when asked to); the records are decoded (and decompressed) only when
+    :meth:`records` is called.
+
+    Attributes:
+        base_offset (int): offset of the first record of the batch.
+        last_offset (int): offset of the last record; records may be missing before it
+            after log compaction, but the next batch starts after it.
+        next_offset (int): ``last_offset + 1``, the fetch position after this batch.
+        batch_length (int): the batch length field (the batch size minus 12).
+        size_in_bytes (int): the size of the batch in the buffer.
+        partition_leader_epoch (int): leader epoch of the partition when it was written.
+        magic (int): always 2.
+        crc (int): the CRC32C stored in the batch.
+        attributes (int): the raw attributes.
+        compression (int): the codec number, attributes bits 0-2.
+        timestamp_type (int): 0 for CreateTime, 1 for LogAppendTime.
+        is_transactional (bool): the batch belongs to a transaction.
+        is_control (bool): the batch holds control records (transaction markers).
+        has_delete_horizon (bool): ``base_timestamp`` is the delete horizon set by the log
+            cleaner.
+        last_offset_delta (int): ``last_offset - base_offset``.
+        base_timestamp (int): timestamp the record timestamps are relative to.
+        max_timestamp (int): the largest timestamp of the batch (the log append time for
+            LogAppendTime batches).
+        producer_id (int): ``-1`` when the producer is not idempotent.
+        producer_epoch (int): the producer epoch, ``-1`` if none.
+        base_sequence (int): the sequence number of the first record, ``-1`` if none.
+        record_count (int): the number of records in the batch.
+        topic (str | None): the topic, for error messages.
+        partition (int | None): the partition, for error messages.
+    """
+
+    __slots__ = (
+        "_buf",
+        "_pos",
+        "_end",
+        "topic",
+        "partition",
+        "base_offset",
+        "batch_length",
+        "partition_leader_epoch",
+        "magic",
+        "crc",
+        "attributes",
+        "last_offset_delta",
+        "base_timestamp",
+        "max_timestamp",
+        "producer_id",
+        "producer_epoch",
+        "base_sequence",
+        "record_count",
+        "compression",
+        "timestamp_type",
+        "is_transactional",
+        "is_control",
+        "last_offset",
+        "next_offset",
+    )
+
+    checksum = None
+
+    def __init__(
+        self,
+        buf: bytes,
+        pos: int,
+        header: tuple[int, ...],
+        topic: str | None = None,
+        partition: int | None = None,
+    ) -> None:
+        """Wrap the batch at ``pos`` of ``buf`` whose unpacked :data:`HEADER` is ``header``.
+
+        The caller has checked that the whole batch is in ``buf``.
+        """
+        (
+            base_offset,
+            batch_length,
+            self.partition_leader_epoch,
+            self.magic,
+            self.crc,
+            attributes,
+            last_offset_delta,
+            self.base_timestamp,
+            self.max_timestamp,
+            self.producer_id,
+            self.producer_epoch,
+            self.base_sequence,
+            self.record_count,
+        ) = header
+        self._buf = buf
+        self._pos = pos
+        self._end = pos + 12 + batch_length
+        self.topic = topic
+        self.partition = partition
+        self.base_offset = base_offset
+        self.batch_length = batch_length
+        self.attributes = attributes
+        self.last_offset_delta = last_offset_delta
+        self.compression = attributes & 0x07
+        self.timestamp_type = (attributes >> 3) & 1
+        self.is_transactional = bool(attributes & 0x10)
+        self.is_control = bool(attributes & 0x20)
+        self.last_offset = base_offset + last_offset_delta
+        self.next_offset = self.last_offset + 1
+
+    @property
+    def size_in_bytes(self) -> int:
+        """Size of the batch in the buffer, header included."""
+        return self.batch_length + 12
+
+    @property
+    def has_delete_horizon(self) -> bool:
+        """``True`` if :attr:`base_timestamp` is the delete horizon set by the log cleaner."""
+        return bool(self.attributes & 0x40)
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        """The delete horizon of the batch (KIP-534), or ``None`` if it has none."""
+        return self.base_timestamp if self.attributes & 0x40 else None
+
+    def __repr__(self) -> str:
+        return (
+            f"RecordBatch(base_offset={self.base_offset}, last_offset={self.last_offset}, "
+            f"count={self.record_count}, codec={CODEC_NAMES.get(self.compression, '?')}, "
+            f"transactional={self.is_transactional}, control={self.is_control}, "
+            f"producer_id={self.producer_id})"
+        )
+
+    def _error(self, message: str, offset: int | None = None) -> CorruptRecordException:
+        where = _where(self.topic, self.partition, self.base_offset if offset is None else offset)
+        return CorruptRecordException(f"{where}: {message}")
+
+    def records_bytes(self) -> bytes:
+        """The records section of the batch, decompressed."""
+        buf = self._buf
+        start = self._pos + HEADER_SIZE
+        codec = self.compression
+        if codec == 0:
+            return buf[start : self._end]
+        try:
+            return decompress(codec, buf[start : self._end])
+        except UnsupportedCodecError as exc:
+            where = _where(self.topic, self.partition, self.base_offset)
+            raise UnsupportedCodecError(f"{where}: {exc.args[0]}") from None
+        except CorruptRecordException as exc:
+            raise self._error(f"batch of {self.record_count} records: {exc.args[0]}") from None
+
+    def records(self, factory: RecordFactory | None = None) -> list[Any]:
+        """Decode the records of the batch.
+
+        Each record is given as the nine values ``(offset, timestamp, timestamp_type, key,
+        value, checksum, serialized_key_size, serialized_value_size, headers)``: the
+        arguments of aiokafka's ``ConsumerRecord`` after ``topic`` and ``partition``.
+        ``checksum`` is ``None`` (v2 records have none), a size is ``-1`` for a ``None`` key
+        or value, and ``headers`` is a tuple of ``(str, bytes | None)`` pairs, the shared
+        empty tuple when the record has none.  Header keys that are not valid UTF-8 are
+        decoded with ``surrogateescape``.
+
+        Arguments:
+            factory: called with the nine values for each record; its results are
+                returned.  Without it, the nine-value tuples are returned.  Passing
+                ``functools.partial(ConsumerRecord, topic, partition)`` builds consumer
+                records without an intermediate object.
+
+        Raises:
+            CorruptRecordException: a record is invalid, or the compressed data is.
+            UnsupportedCodecError: the batch uses an unknown codec.
+        """
+        buf = self._buf
+        count = self.record_count
+        pos = self._pos + HEADER_SIZE
+        end = self._end
+        if self.compression:
+            buf = self.records_bytes()
+            pos = 0
+            end = len(buf)
+            if count * _MIN_RECORD_SIZE > end:
+                raise self._error(f"{count} records cannot fit in {end} bytes of decompressed data")
+        attributes = self.attributes
+        lat = self.max_timestamp if attributes & 0x08 else None
+        try:
+            return _decode(
+                buf,
+                pos,
+                end,
+                count,
+                self.base_offset,
+                self.base_timestamp,
+                (attributes >> 3) & 1,
+                lat,
+                factory,
+            )
+        except _Corrupt as exc:
+            raise self._error(exc.args[0]) from None
+
+    def __iter__(self) -> Any:
+        """Iterate over :meth:`records` tuples."""
+        return iter(self.records())
+
+    @property
+    def control_type(self) -> int | None:
+        """The type of the control record of a control batch, else ``None``.
+
+        :data:`CONTROL_ABORT` (0) or :data:`CONTROL_COMMIT` (1) for transaction markers;
+        other numbers are other control records (for example KRaft's).
+
+        Raises:
+            CorruptRecordException: the control record is missing or invalid.
+        """
+        if not self.is_control:
+            return None
+        records = self.records()
+        if not records:
+            raise self._error("control batch has no record")
+        key = records[0][3]
+        if key is None or len(key) < 4:
+            raise self._error("control record key is shorter than 4 bytes")
+        version, kind = struct.unpack_from(">hh", key)
+        if version < 0:
+            raise self._error(f"control record key has version {version}")
+        return int(kind)
+
+
+# -- decoding ------------------------------------------------------------------------------
+
+
+def _decode(
+    buf: bytes,
+    pos: int,
+    end: int,
+    count: int,
+    base_offset: int,
+    base_ts: int,
+    tt: int,
+    lat: int | None,
+    factory: RecordFactory | None,
+) -> list[Any]:
+    """Decode ``count`` records in ``buf[pos:end]``; they must fill it exactly.
+
+    Only the parsing is guarded against :class:`IndexError` (data that ends too early):
+    an exception raised by ``factory`` is not mistaken for corrupt data.
+    """
+    out: list[Any] = []
+    remaining = count
+    chunk = _FIRST_CHUNK
+    parse_errors = _PARSE_ERRORS
+    while remaining > 0:
+        if remaining >= _MIN_RUN:
+            try:
+                done, stop, columns = _decode_run(
+                    buf, pos, end, remaining, base_offset, base_ts, tt, lat
+                )
+            except parse_errors:
+                raise _past_end(count) from None
+            if done:
+                pos = stop
+                if factory is None:
+                    out.extend(zip(*columns))
+                else:
+                    out.extend(map(factory, *columns))
+                remaining -= done
+                chunk = _FIRST_CHUNK
+                continue
+        n = chunk if chunk < remaining else remaining
+        part: list[tuple[Any, ...]] = out if factory is None else []
+        try:
+            pos = _decode_scalar(buf, pos, n, base_offset, base_ts, tt, lat, part.append)
+        except parse_errors:
+            raise _past_end(count) from None
+        if factory is not None:
+            out.extend(starmap(factory, part))
+        remaining -= n
+        if chunk < _MAX_CHUNK:
+            chunk <<= 1
+    if pos != end:
+        if pos < end:
+            raise _Corrupt(f"{end - pos} bytes remain after the last of {count} records")
+        raise _Corrupt(f"the {count} records run {pos - end} bytes past the end of the batch")
+    return out
+
+
+_PARSE_ERRORS = (IndexError, VarintError)
+
+
+def _past_end(count: int) -> _Corrupt:
+    return _Corrupt(f"a record of the batch of {count} records runs past the end of its data")
+
+
+def _decode_scalar(
+    buf: bytes,
+    pos: int,
+    n: int,
+    base_offset: int,
+    base_ts: int,
+    tt: int,
+    lat: int | None,
+    append: Callable[[tuple[Any, ...]], None],
+) -> int:
+    """Decode ``n`` records from ``pos``, appending their tuples; return the end position."""
+    zz = ZIGZAG1
+    zz2 = ZIGZAG2
+    rv = read_varint
+    # Timestamp deltas are read through their own tables: with LogAppendTime, tables of
+    # zeros added to the log append time, so that the loop has no test for it.
+    tz = zz
+    tz2 = zz2
+    if lat is not None:
+        base_ts = lat
+        tz = _ZEROS1
+        tz2 = _ZEROS2
+    for _ in range(n):
+        # length
+        b = buf[pos]
+        if b < 0x80:
+            length = zz[b]
+            pos += 1
+        else:
+            c = buf[pos + 1]
+            if c < 0x80:
+                length = zz2[b][c]
+                pos += 2
+            else:
+                length, pos = rv(buf, pos)
+        rec_end = pos + length
+        # attributes (unused) and timestamp delta
+        b = buf[pos + 1]
+        if b < 0x80:
+            ts = base_ts + tz[b]
+            pos += 2
+        else:
+            c = buf[pos + 2]
+            if c < 0x80:
+                ts = base_ts + tz2[b][c]
+                pos += 3
+            else:
+                ts, pos = rv(buf, pos + 1)
+                ts = base_ts if lat is not None else base_ts + ts
+        # offset delta
+        b = buf[pos]
+        if b < 0x80:
+            offset = base_offset + zz[b]
+            pos += 1
+        else:
+            c = buf[pos + 1]
+            if c < 0x80:
+                offset = base_offset + zz2[b][c]
+                pos += 2
+            else:
+                offset, pos = rv(buf, pos)
+                offset += base_offset
+        # key
+        b = buf[pos]
+        if b == 1:
+            key = None
+            key_size = -1
+            pos += 1
+        else:
+            if b < 0x80:
+                key_size = zz[b]
+                pos += 1
+            else:
+                c = buf[pos + 1]
+                if c < 0x80:
+                    key_size = zz2[b][c]
+                    pos += 2
+                else:
+                    key_size, pos = rv(buf, pos)
+            if key_size < 0:
+                raise _Corrupt(f"record at offset {offset} has key length {key_size}")
+            key = buf[pos : pos + key_size]
+            pos += key_size
+        # value
+        b = buf[pos]
+        if b == 1:
+            value = None
+            value_size = -1
+            pos += 1
+        else:
+            if b < 0x80:
+                value_size = zz[b]
+                pos += 1
+            else:
+                c = buf[pos + 1]
+                if c < 0x80:
+                    value_size = zz2[b][c]
+                    pos += 2
+                else:
+                    value_size, pos = rv(buf, pos)
+            if value_size < 0:
+                raise _Corrupt(f"record at offset {offset} has value length {value_size}")
+            value = buf[pos : pos + value_size]
+            pos += value_size
+        # headers
+        if buf[pos] == 0:
+            headers: tuple[tuple[str, bytes | None], ...] = _EMPTY
+            pos += 1
+        else:
+            headers, pos = _read_headers(buf, pos, rec_end, offset)
+        if pos != rec_end:
+            raise _Corrupt(
+                f"record at offset {offset} has length {length} but its fields take "
+                f"{length + pos - rec_end} bytes"
+            )
+        append(
+            (
+                offset,
+                ts,
+                tt,
+                key,
+                value,
+                None,
+                key_size,
+                value_size,
+                headers,
+            )
+        )
+    return pos
+
+
+def _read_headers(
+    buf: bytes, pos: int, rec_end: int, offset: int
+) -> tuple[tuple[tuple[str, bytes | None], ...], int]:
+    count, pos = read_varint(buf, pos)
+    if count < 0 or count * 2 > rec_end - pos:
+        raise _Corrupt(f"record at offset {offset} has an invalid header count {count}")
+    headers = []
+    for _ in range(count):
+        size, pos = read_varint(buf, pos)
+        if size < 0 or size > rec_end - pos:
+            raise _Corrupt(f"record at offset {offset} has a header key of length {size}")
+        key = buf[pos : pos + size].decode("utf-8", "surrogateescape")
+        pos += size
+        size, pos = read_varint(buf, pos)
+        if size < 0:
+            if size != -1:
+                raise _Corrupt(f"record at offset {offset} has a header value of length {size}")
+            value = None
+        else:
+            if size > rec_end - pos:
+                raise _Corrupt(f"record at offset {offset} has a header value of length {size}")
+            value = buf[pos : pos + size]
+            pos += size
+        headers.append((key, value))
+    return tuple(headers), pos
+
+
+def _decode_run(
+    buf: bytes,
+    start: int,
+    end: int,
+    remaining: int,
+    base_offset: int,
+    base_ts: int,
+    tt: int,
+    lat: int | None,
+) -> tuple[int, int, tuple[Any, ...]]:
+    """Decode a run of same-layout records at ``start`` with column operations.
+
+    Return ``(number of records, new position, columns)`` where the columns are iterables
+    of the nine record values; ``(0, 0, ())`` when there is no run of at least
+    :data:`_MIN_RUN` records (the scalar loop then takes over, and raises the errors).
+    """
+    # Layout of the first record.
+    length, p = read_varint(buf, start)
+    len_bytes = p - start
+    size = len_bytes + length
+    nxt = start + size
+    if length < _MIN_RECORD_SIZE - 1 or nxt > end:
+        return _NO_RUN
+    # Cheap rejection: the next record must start with the same length bytes.
+    if buf[nxt : nxt + len_bytes] != buf[start:p]:
+        return _NO_RUN
+    ts_pos = p + 1  # after the attributes, whose value does not matter
+    if buf[ts_pos] >= 0x80:
+        return _NO_RUN
+    od_pos = ts_pos + 1
+    od0, p = read_varint(buf, od_pos)
+    od_bytes = p - od_pos
+    if od0 < 0 or od_bytes > 3:
+        return _NO_RUN
+    key_len_pos = p
+    key_size, p = read_varint(buf, p)
+    key_pos = p
+    if key_size < -1:
+        return _NO_RUN
+    if key_size > 0:
+        p += key_size
+    value_len_pos = p
+    value_size, p = read_varint(buf, p)
+    value_pos = p
+    if value_size < -1:
+        return _NO_RUN
+    if value_size > 0:
+        p += value_size
+    if p + 1 != nxt or buf[p] != 0:
+        return _NO_RUN
+
+    m = min(remaining, (end - start) // size, _OD_LIMIT[od_bytes] - od0 + 1)
+    if m < _MIN_RUN:
+        return _NO_RUN
+    # Bytes that must be equal in every record of the run: the length, the key and value
+    # lengths, and the header count.
+    invariant = [
+        *range(start, start + len_bytes),
+        *range(key_len_pos, key_pos),
+        *range(value_len_pos, value_pos),
+        p,
+    ]
+    # Check growing windows, so that the work stays proportional to the run found.
+    n = 0
+    window = _MIN_RUN * 4
+    while n < m:
+        hi = min(m, n + window)
+        good = _run_prefix(buf, start, size, n, hi, invariant, ts_pos, od_pos, od0, od_bytes)
+        n += good
+        if n < hi:
+            break
+        window <<= 1
+    m = n
+    if m < _MIN_RUN:
+        return _NO_RUN
+    ts_column = buf[ts_pos : ts_pos + m * size : size]
+
+    stop = start + m * size
+    first = base_offset + od0
+    offsets = range(first, first + m)
+    if lat is not None:
+        timestamps: Any = repeat(lat, m)
+    elif ts_column.count(ts_column[:1]) == m:
+        timestamps = repeat(base_ts + ZIGZAG1[ts_column[0]], m)
+    elif m >= 256:
+        # a table of the 128 possible timestamps is cheaper than an addition per record
+        timestamps = map(list(map(base_ts.__add__, ZIGZAG1)).__getitem__, ts_column)
+    else:
+        timestamps = map(base_ts.__add__, map(ZIGZAG1.__getitem__, ts_column))
+    if key_size < 0:
+        keys: Any = repeat(None, m)
+    else:
+        keys = _column(buf, start, m, size, key_pos - start, key_size)
+    if value_size < 0:
+        values: Any = repeat(None, m)
+    else:
+        values = _column(buf, start, m, size, value_pos - start, value_size)
+    columns = (
+        offsets,
+        timestamps,
+        repeat(tt, m),
+        keys,
+        values,
+        repeat(None, m),
+        repeat(key_size, m),
+        repeat(value_size, m),
+        repeat(_EMPTY, m),
+    )
+    return m, stop, columns
+
+
+def _run_prefix(
+    buf: bytes,
+    start: int,
+    size: int,
+    lo: int,
+    hi: int,
+    invariant: list[int],
+    ts_pos: int,
+    od_pos: int,
+    od0: int,
+    od_bytes: int,
+) -> int:
+    """How many of the records ``lo .. hi - 1`` of a run, from ``lo``, have its layout."""
+    for j in invariant:
+        column = buf[j + lo * size : j + hi * size : size]
+        rest = len(column.lstrip(buf[j : j + 1]))
+        if rest:
+            hi -= rest
+            if hi <= lo:
+                return 0
+    # one-byte timestamp deltas
+    column = buf[ts_pos + lo * size : ts_pos + hi * size : size]
+    if not column.isascii():
+        found = _NON_ASCII.search(column)
+        if found is not None:
+            hi = lo + found.start()
+            if hi <= lo:
+                return 0
+    # consecutive offset deltas
+    for c in range(od_bytes):
+        at = od_pos + c
+        column = buf[at + lo * size : at + hi * size : size]
+        expected = _offset_delta_column(od0 + lo, hi - lo, c, od_bytes)
+        if column != expected:
+            hi = lo + _common_prefix(column, expected)
+            if hi <= lo:
+                return 0
+    return hi - lo
+
+
+def _column(buf: bytes, start: int, m: int, size: int, at: int, length: int) -> list[bytes]:
+    """The ``length`` bytes at ``at`` in each of ``m`` records of ``size`` bytes from ``start``.
+
+    Whole blocks of :data:`_BLOCK` records are cut by one ``struct`` format (one C call
+    per block); the rest with slices.
+    """
+    out: list[bytes] = []
+    blocks = m // _BLOCK
+    if blocks:
+        key = (at, length, size)
+        unpacker = _BLOCK_STRUCTS.get(key)
+        if unpacker is None:
+            if len(_BLOCK_STRUCTS) >= 64:
+                _BLOCK_STRUCTS.clear()
+            unpacker = struct.Struct(f"{at}x{length}s{size - at - length}x" * _BLOCK)
+            _BLOCK_STRUCTS[key] = unpacker
+        stop = start + blocks * _BLOCK * size
+        for values in unpacker.iter_unpack(memoryview(buf)[start:stop]):
+            out += values
+        start = stop
+    rest = m - blocks * _BLOCK
+    if rest:
+        first = start + at
+        out += [buf[s : s + length] for s in range(first, first + rest * size, size)]
+    return out
+
+
+def _offset_delta_column(od0: int, m: int, c: int, nbytes: int) -> bytes:
+    """Byte ``c`` of the ``nbytes``-byte varints of offset deltas ``od0 .. od0 + m - 1``."""
+    hi = 0x80 if c < nbytes - 1 else 0
+    if c == 0:
+        r = od0 & 63
+        return (_OD_BYTE0[hi] * ((r + m) // 64 + 1))[r : r + m]
+    shift = 7 * c - 1  # byte c of the zig-zag value 2*i is (i >> (7c - 1)) & 0x7f
+    first = od0 >> shift
+    last = (od0 + m - 1) >> shift
+    block = 1 << shift
+    data = b"".join(bytes(((j & 0x7F) | hi,)) * block for j in range(first, last + 1))
+    r = od0 - (first << shift)
+    return data[r : r + m]
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    """Length of the common prefix of ``a`` and ``b``."""
+    lo = 0
+    hi = min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) >> 1
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo

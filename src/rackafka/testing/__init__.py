@@ -1,0 +1,56 @@
+"""Test helpers: an embedded multi-rack Kafka cluster and a pytest plugin.
+
+:class:`EmbeddedCluster` runs librdkafka's mock Kafka brokers in-process (from the
+``confluent-kafka`` package: ``pip install rackafka[testing]``), spread over racks, with fault
+injection for rack-aware fetching (KIP-392): preferred read replicas, lagging followers,
+leader moves, brokers going down, request errors, old API versions and request tracking.
+
+``python -m rackafka.testing serve`` runs one for another process; the pytest plugin
+``rackafka.testing.pytest_plugin`` provides fixtures. See ``docs/testing.rst``.
+"""
+
+from __future__ import annotations
+
+from ._api import API_NAMES, DISCONNECT, api_key, api_name
+from ._clients import (
+    COMPRESSION_TYPES,
+    ProduceError,
+    ProduceResult,
+    TransactionalProduceResult,
+    TransactionResult,
+    default_value,
+)
+from ._librdkafka import ConfluentKafkaMissingError, LibrdkafkaNotFoundError
+from .cluster import (
+    BrokerInfo,
+    EmbeddedCluster,
+    EmbeddedClusterError,
+    PartitionInfo,
+    RequestRecord,
+    probe_api_versions,
+)
+from .compose import ComposeCluster, DockerUnavailableError, FaultInjectionUnsupportedError
+
+__all__ = [
+    "API_NAMES",
+    "COMPRESSION_TYPES",
+    "DISCONNECT",
+    "BrokerInfo",
+    "ComposeCluster",
+    "ConfluentKafkaMissingError",
+    "DockerUnavailableError",
+    "EmbeddedCluster",
+    "EmbeddedClusterError",
+    "FaultInjectionUnsupportedError",
+    "LibrdkafkaNotFoundError",
+    "PartitionInfo",
+    "ProduceError",
+    "ProduceResult",
+    "RequestRecord",
+    "TransactionResult",
+    "TransactionalProduceResult",
+    "api_key",
+    "api_name",
+    "default_value",
+    "probe_api_versions",
+]

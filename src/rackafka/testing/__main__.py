@@ -1,0 +1,464 @@
+"""``python -m rackafka.testing serve``: run an embedded cluster for another process.
+
+The server prints ``BOOTSTRAP=host:port,...`` on one line once the topics are created and
+filled, then reads control commands on stdin, one per line, and answers each with one line,
+``OK`` (maybe followed by a space and JSON) or ``ERR message``. It exits on ``quit``, at the
+end of its input, or on SIGTERM/SIGINT, after closing the cluster. ``help`` lists commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shlex
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from types import FrameType
+from typing import Any, TextIO
+
+from ._api import api_key
+from ._clients import COMPRESSION_TYPES
+from .cluster import EmbeddedCluster, PartitionInfo
+
+__all__ = ["CommandInterpreter", "main"]
+
+log = logging.getLogger("rackafka.testing.serve")
+
+
+class _Quit(Exception):
+    """Raised by the ``quit`` command."""
+
+
+class _Terminate(BaseException):
+    """Raised by the SIGTERM/SIGINT handler to leave the input loop."""
+
+
+class CommandError(Exception):
+    """A command line that cannot be executed (answered with ``ERR``)."""
+
+
+def _int(text: str, what: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise CommandError(f"{what} must be an integer, got {text!r}") from None
+
+
+def _broker_or_none(text: str) -> int | None:
+    if text.lower() in ("none", "-1", "-"):
+        return None
+    return _int(text, "broker id")
+
+
+def _partition_json(info: PartitionInfo) -> dict[str, Any]:
+    data = asdict(info)
+    data["replicas"] = list(info.replicas)
+    data["follower_watermarks"] = list(info.follower_watermarks)
+    return data
+
+
+def _dumps(data: Any) -> str:
+    return json.dumps(data, separators=(",", ":"), sort_keys=True)
+
+
+_HELP = {
+    "help": "",
+    "info": "",
+    "create-topic": "NAME PARTITIONS [RF]",
+    "partition": "TOPIC P",
+    "move-leader": "TOPIC P BROKER|none",
+    "set-follower": "TOPIC P BROKER|none",
+    "clear-follower": "TOPIC P",
+    "clear-followers": "[TOPIC...]",
+    "emulate-rack": "RACK|none [TOPIC...]",
+    "follower-wmarks": "TOPIC P LO HI",
+    "broker-down": "ID",
+    "broker-up": "ID",
+    "rtt": "ID|all MS",
+    "produce": "TOPIC N [SIZE] [COMPRESSION]",
+    "produce-txn": "TOPIC commit:N|abort:N ...",
+    "delete-records": "TOPIC P OFFSET",
+    "cap-version": "API MIN MAX",
+    "restore-version": "API",
+    "api-versions": "[BROKER]",
+    "push-errors": "API CODE...",
+    "clear-errors": "API",
+    "track-start": "",
+    "track-stop": "",
+    "track-clear": "",
+    "requests": "[API]",
+    "request-counts": "[API]",
+    "quit": "",
+}
+
+
+class CommandInterpreter:
+    """Executes the ``serve`` control commands against a running cluster.
+
+    Arguments:
+        cluster: the running :class:`EmbeddedCluster`.
+    """
+
+    def __init__(self, cluster: EmbeddedCluster) -> None:
+        self.cluster = cluster
+        self._commands: dict[str, Callable[[list[str]], Any]] = {
+            name: getattr(self, "_cmd_" + name.replace("-", "_")) for name in _HELP
+        }
+
+    def execute(self, line: str) -> str:
+        """Run one command line and return the one-line answer (``OK ...`` / ``ERR ...``).
+
+        Raises:
+            _Quit: on ``quit``/``exit``, after the answer was decided (``OK bye``).
+        """
+        try:
+            words = shlex.split(line)
+        except ValueError as exc:
+            return f"ERR cannot parse the line: {exc}"
+        if not words:
+            return "ERR empty command"
+        name, args = words[0].lower(), words[1:]
+        if name == "exit":
+            name = "quit"
+        command = self._commands.get(name)
+        if command is None:
+            return f"ERR unknown command {words[0]!r}; try 'help'"
+        try:
+            result = command(args)
+        except _Quit:
+            raise
+        except CommandError as exc:
+            return f"ERR {exc}"
+        except (IndexError, TypeError) as exc:
+            usage = _HELP[name]
+            return f"ERR usage: {name} {usage}".rstrip() + f" ({exc})"
+        except Exception as exc:
+            return f"ERR {type(exc).__name__}: {exc}".replace("\n", " ")
+        if result is None:
+            return "OK"
+        return "OK " + _dumps(result)
+
+    def _args(self, args: list[str], low: int, high: int | None = None) -> list[str]:
+        if len(args) < low or (high is not None and len(args) > high):
+            raise IndexError(f"got {len(args)} argument(s)")
+        return args
+
+    # -- commands --------------------------------------------------------------------------
+    def _cmd_help(self, args: list[str]) -> Any:
+        return {name: usage for name, usage in _HELP.items()}
+
+    def _cmd_quit(self, args: list[str]) -> Any:
+        raise _Quit
+
+    def _cmd_info(self, args: list[str]) -> Any:
+        self._args(args, 0, 0)
+        c = self.cluster
+        return {
+            "bootstrap": c.bootstrap_servers,
+            "brokers": {
+                str(b.node_id): {
+                    "host": b.host,
+                    "port": b.port,
+                    "rack": b.rack,
+                    "up": b.node_id not in c.down_brokers,
+                }
+                for b in c.brokers.values()
+            },
+            "topics": {t: [_partition_json(p) for p in c.partitions(t)] for t in c.topics()},
+        }
+
+    def _cmd_create_topic(self, args: list[str]) -> Any:
+        self._args(args, 2, 3)
+        rf = _int(args[2], "replication factor") if len(args) > 2 else None
+        parts = self.cluster.create_topic(args[0], _int(args[1], "partitions"), rf)
+        return [_partition_json(p) for p in parts]
+
+    def _cmd_partition(self, args: list[str]) -> Any:
+        self._args(args, 2, 2)
+        return _partition_json(self.cluster.partition_info(args[0], _int(args[1], "partition")))
+
+    def _cmd_move_leader(self, args: list[str]) -> Any:
+        self._args(args, 3, 3)
+        info = self.cluster.move_leader(
+            args[0], _int(args[1], "partition"), _broker_or_none(args[2])
+        )
+        return _partition_json(info)
+
+    def _cmd_set_follower(self, args: list[str]) -> Any:
+        self._args(args, 3, 3)
+        info = self.cluster.set_preferred_read_replica(
+            args[0], _int(args[1], "partition"), _broker_or_none(args[2])
+        )
+        return _partition_json(info)
+
+    def _cmd_clear_follower(self, args: list[str]) -> Any:
+        self._args(args, 2, 2)
+        info = self.cluster.set_preferred_read_replica(args[0], _int(args[1], "partition"), None)
+        return _partition_json(info)
+
+    def _cmd_clear_followers(self, args: list[str]) -> Any:
+        self.cluster.clear_preferred_read_replicas(args or None)
+        return None
+
+    def _cmd_emulate_rack(self, args: list[str]) -> Any:
+        self._args(args, 1)
+        rack = None if args[0].lower() in ("none", "-") else args[0]
+        chosen = self.cluster.emulate_rack_aware_selector(rack, args[1:] or None)
+        return {f"{topic}/{p}": replica for (topic, p), replica in chosen.items()}
+
+    def _cmd_follower_wmarks(self, args: list[str]) -> Any:
+        self._args(args, 4, 4)
+        info = self.cluster.set_follower_watermarks(
+            args[0], _int(args[1], "partition"), _int(args[2], "low"), _int(args[3], "high")
+        )
+        return _partition_json(info)
+
+    def _cmd_broker_down(self, args: list[str]) -> Any:
+        self._args(args, 1, 1)
+        self.cluster.broker_down(_int(args[0], "broker id"))
+        return None
+
+    def _cmd_broker_up(self, args: list[str]) -> Any:
+        self._args(args, 1, 1)
+        self.cluster.broker_up(_int(args[0], "broker id"))
+        return None
+
+    def _cmd_rtt(self, args: list[str]) -> Any:
+        self._args(args, 2, 2)
+        broker = None if args[0].lower() == "all" else _int(args[0], "broker id")
+        self.cluster.set_broker_rtt(broker, _int(args[1], "rtt"))
+        return None
+
+    def _cmd_produce(self, args: list[str]) -> Any:
+        self._args(args, 2, 4)
+        size = _int(args[2], "size") if len(args) > 2 else 100
+        compression = args[3] if len(args) > 3 else "none"
+        result = self.cluster.produce(
+            args[0], _int(args[1], "count"), value_size=size, compression=compression,
+            partition="spread",
+        )  # fmt: skip
+        return {"count": result.count, "counts": {str(p): n for p, n in result.counts.items()}}
+
+    def _cmd_produce_txn(self, args: list[str]) -> Any:
+        self._args(args, 2)
+        steps: list[tuple[str, int]] = []
+        for spec in args[1:]:
+            action, _, count = spec.partition(":")
+            steps.append((action.lower(), _int(count, "transaction size")))
+        result = self.cluster.produce_transactional(args[0], steps, partition="spread")
+        return {
+            "committed": result.committed_count,
+            "aborted": result.aborted_count,
+            "transactions": [
+                {
+                    "committed": t.committed,
+                    "count": t.count,
+                    "first_offsets": {str(p): o for p, o in t.first_offsets.items()},
+                    "last_offsets": {str(p): o for p, o in t.last_offsets.items()},
+                    "marker_offsets": {str(p): o for p, o in t.marker_offsets.items()},
+                }
+                for t in result.transactions
+            ],
+        }
+
+    def _cmd_delete_records(self, args: list[str]) -> Any:
+        self._args(args, 3, 3)
+        self.cluster.delete_records(args[0], _int(args[1], "partition"), _int(args[2], "offset"))
+        return None
+
+    def _cmd_cap_version(self, args: list[str]) -> Any:
+        self._args(args, 3, 3)
+        self.cluster.cap_api_version(args[0], _int(args[1], "min"), _int(args[2], "max"))
+        return None
+
+    def _cmd_restore_version(self, args: list[str]) -> Any:
+        self._args(args, 1, 1)
+        self.cluster.restore_api_version(args[0])
+        return None
+
+    def _cmd_api_versions(self, args: list[str]) -> Any:
+        self._args(args, 0, 1)
+        broker = _int(args[0], "broker id") if args else None
+        versions = self.cluster.api_versions(broker)
+        return {str(k): list(v) for k, v in sorted(versions.items())}
+
+    def _cmd_push_errors(self, args: list[str]) -> Any:
+        self._args(args, 2)
+        self.cluster.push_request_errors(args[0], *(_int(a, "error code") for a in args[1:]))
+        return None
+
+    def _cmd_clear_errors(self, args: list[str]) -> Any:
+        self._args(args, 1, 1)
+        self.cluster.clear_request_errors(args[0])
+        return None
+
+    def _cmd_track_start(self, args: list[str]) -> Any:
+        self.cluster.start_request_tracking()
+        return None
+
+    def _cmd_track_stop(self, args: list[str]) -> Any:
+        self.cluster.stop_request_tracking()
+        return None
+
+    def _cmd_track_clear(self, args: list[str]) -> Any:
+        self.cluster.clear_requests()
+        return None
+
+    def _cmd_requests(self, args: list[str]) -> Any:
+        self._args(args, 0, 1)
+        api = api_key(args[0]) if args else None
+        return [
+            {"broker_id": r.broker_id, "api_key": r.api_key, "api": r.api_name, "ts": r.timestamp}
+            for r in self.cluster.requests(api)
+        ]
+
+    def _cmd_request_counts(self, args: list[str]) -> Any:
+        self._args(args, 0, 1)
+        api = api_key(args[0]) if args else None
+        return {str(b): n for b, n in sorted(self.cluster.request_counts(api).items())}
+
+
+def _topic_spec(text: str) -> tuple[str, int, int | None]:
+    parts = text.split(":")
+    if not parts[0] or len(parts) > 3:
+        raise argparse.ArgumentTypeError(f"expected NAME[:PARTITIONS[:RF]], got {text!r}")
+    try:
+        partitions = int(parts[1]) if len(parts) > 1 else 1
+        rf = int(parts[2]) if len(parts) > 2 else None
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected NAME[:PARTITIONS[:RF]], got {text!r}") from None
+    return parts[0], partitions, rf
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m rackafka.testing",
+        description="Embedded multi-rack Kafka cluster (librdkafka's mock brokers).",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser(
+        "serve",
+        help="run a cluster, print BOOTSTRAP=..., then read control commands on stdin",
+        description=(
+            "Start a cluster, create the topics, produce the messages, print one line "
+            "'BOOTSTRAP=host:port,...', then execute one control command per stdin line "
+            "(answering 'OK ...' or 'ERR ...'; 'help' lists them) until 'quit', end of "
+            "input, SIGTERM or SIGINT."
+        ),
+    )
+    serve.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
+    serve.add_argument(
+        "--racks",
+        default="az-a,az-b,az-c",
+        help="comma-separated racks assigned round-robin to brokers; '' for none",
+    )
+    serve.add_argument(
+        "--topic",
+        action="append",
+        type=_topic_spec,
+        default=[],
+        metavar="NAME:PARTITIONS:RF",
+        help="create a topic (repeatable)",
+    )
+    serve.add_argument("--messages", type=int, default=0, help="records to produce into each topic")
+    serve.add_argument("--value-size", type=int, default=100, help="bytes per record value")
+    serve.add_argument("--compression", choices=COMPRESSION_TYPES, default="none")
+    serve.add_argument("--batch-size", type=int, default=None, help="producer batch.size in bytes")
+    serve.add_argument(
+        "--emulate-rack",
+        default=None,
+        metavar="RACK",
+        help="emulate RackAwareReplicaSelector for consumers in RACK",
+    )
+    serve.add_argument(
+        "--track-requests", action="store_true", help="start request tracking at once"
+    )
+    serve.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
+    return parser
+
+
+def serve(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
+    """Run the ``serve`` command; returns the exit status."""
+    racks = [r for r in args.racks.split(",") if r] if args.racks else []
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        raise _Terminate(signum)
+
+    previous = {}
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            previous[sig] = signal.signal(sig, on_signal)
+        except ValueError:  # pragma: no cover - not the main thread
+            pass
+    cluster: EmbeddedCluster | None = None
+    try:
+        try:
+            cluster = EmbeddedCluster(brokers=args.brokers, racks=racks)
+            cluster.start()
+            for name, partitions, rf in args.topic:
+                cluster.create_topic(name, partitions, rf)
+                if args.messages:
+                    cluster.produce(
+                        name, args.messages, value_size=args.value_size,
+                        compression=args.compression, batch_size=args.batch_size,
+                        partition="spread",
+                    )  # fmt: skip
+            if args.emulate_rack:
+                cluster.emulate_rack_aware_selector(args.emulate_rack)
+            if args.track_requests:
+                cluster.start_request_tracking()
+        except Exception as exc:
+            # The controlling process waits for the first line: tell it why there is none.
+            log.error("startup failed", exc_info=True)
+            message = f"{type(exc).__name__}: {exc}".replace("\n", " ")
+            stdout.write(f"ERR startup failed: {message}\n")
+            stdout.flush()
+            return 1
+        stdout.write(f"BOOTSTRAP={cluster.bootstrap_servers}\n")
+        stdout.flush()
+        interpreter = CommandInterpreter(cluster)
+        while True:
+            line = stdin.readline()
+            if not line:
+                break
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            try:
+                answer = interpreter.execute(line)
+            except _Quit:
+                stdout.write("OK bye\n")
+                stdout.flush()
+                break
+            stdout.write(answer + "\n")
+            stdout.flush()
+    except _Terminate as exc:
+        log.info("terminating on signal %s", exc.args[0] if exc.args else "?")
+    finally:
+        if cluster is not None:
+            cluster.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m rackafka.testing``."""
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        stream=sys.stderr,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+    if args.command == "serve":
+        try:
+            return serve(args, sys.stdin, sys.stdout)
+        except BrokenPipeError:  # the controlling process went away
+            return 0
+    return 2  # pragma: no cover - argparse requires a command
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,460 @@
+"""confluent-kafka clients used by the test clusters to create topics, read metadata and produce.
+
+These are test fixtures' helpers, not part of rackafka's consumer: they use ``confluent_kafka``
+(librdkafka) so that the data our consumer reads was written by an independent client.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
+
+from ._librdkafka import _import_confluent_kafka
+
+__all__ = [
+    "COMPRESSION_TYPES",
+    "ClientPool",
+    "ProduceError",
+    "ProduceResult",
+    "TransactionResult",
+    "TransactionalProduceResult",
+    "default_value",
+]
+
+log = logging.getLogger("rackafka.testing")
+client_log = logging.getLogger("rackafka.testing.librdkafka")
+
+COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")
+
+KeyArg = Union[None, bytes, str, Callable[[int], Union[bytes, str, None]]]
+ValueArg = Union[None, bytes, str, Callable[[int], Union[bytes, str, None]]]
+HeadersArg = Union[
+    None,
+    Sequence[tuple[str, Union[bytes, str, None]]],
+    Callable[[int], Union[Sequence[tuple[str, Union[bytes, str, None]]], None]],
+]
+PartitionArg = Union[None, int, Literal["spread"]]
+
+_FILLER = b"abcdefghijklmnopqrstuvwxyz0123456789"
+
+
+def default_value(index: int, size: int) -> bytes:
+    """The value :meth:`produce` writes for message ``index`` when no ``value`` is given.
+
+    It starts with the decimal index and ``|`` (so a consumer can check order and
+    completeness), padded to exactly ``size`` bytes with a repeating alphabet. With a ``size``
+    smaller than the prefix, the prefix is truncated.
+    """
+    if size < 0:
+        raise ValueError(f"value_size must be >= 0, got {size}")
+    prefix = b"%d|" % index
+    if len(prefix) >= size:
+        return prefix[:size]
+    pad = size - len(prefix)
+    reps = pad // len(_FILLER) + 1
+    return prefix + (_FILLER * reps)[:pad]
+
+
+class ProduceError(RuntimeError):
+    """Records could not be delivered to the test cluster."""
+
+
+@dataclass
+class ProduceResult:
+    """What :meth:`produce` wrote.
+
+    Attributes:
+        topic: the topic.
+        count: number of records delivered.
+        counts: records delivered per partition.
+        first_offsets: offset of the first record delivered to each partition by this call.
+        last_offsets: offset of the last record delivered to each partition by this call.
+    """
+
+    topic: str
+    count: int = 0
+    counts: dict[int, int] = field(default_factory=dict)
+    first_offsets: dict[int, int] = field(default_factory=dict)
+    last_offsets: dict[int, int] = field(default_factory=dict)
+
+    def _record(self, partition: int, offset: int) -> None:
+        self.count += 1
+        self.counts[partition] = self.counts.get(partition, 0) + 1
+        if offset >= 0:
+            first = self.first_offsets.get(partition)
+            if first is None or offset < first:
+                self.first_offsets[partition] = offset
+            last = self.last_offsets.get(partition)
+            if last is None or offset > last:
+                self.last_offsets[partition] = offset
+
+
+@dataclass
+class TransactionResult(ProduceResult):
+    """One transaction written by :meth:`produce_transactional`.
+
+    Attributes:
+        committed: True for a committed transaction, False for an aborted one.
+        first_index: sequence number (as in :func:`default_value`) of its first record.
+        marker_offsets: per partition, the offset of the transaction's COMMIT/ABORT control
+            record (the offset right after its last record, as nothing else wrote to the
+            partition while the transaction was open).
+    """
+
+    committed: bool = True
+    first_index: int = 0
+    marker_offsets: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass
+class TransactionalProduceResult:
+    """What :meth:`produce_transactional` wrote, one entry per transaction in order."""
+
+    topic: str
+    transactions: list[TransactionResult]
+
+    @property
+    def committed_count(self) -> int:
+        """Records in committed transactions."""
+        return sum(t.count for t in self.transactions if t.committed)
+
+    @property
+    def aborted_count(self) -> int:
+        """Records in aborted transactions."""
+        return sum(t.count for t in self.transactions if not t.committed)
+
+    def aborted_ranges(self, partition: int) -> list[tuple[int, int]]:
+        """(first, last) offsets of the aborted records in ``partition``, in log order."""
+        return [
+            (t.first_offsets[partition], t.last_offsets[partition])
+            for t in self.transactions
+            if not t.committed and partition in t.first_offsets
+        ]
+
+    def committed_offsets(self, partition: int) -> list[int]:
+        """Offsets of the committed (data) records in ``partition``."""
+        out: list[int] = []
+        for t in self.transactions:
+            if t.committed and partition in t.first_offsets:
+                out.extend(range(t.first_offsets[partition], t.last_offsets[partition] + 1))
+        return out
+
+    def marker_offsets(self, partition: int) -> list[int]:
+        """Offsets of the control (COMMIT/ABORT marker) records in ``partition``."""
+        return [
+            t.marker_offsets[partition] for t in self.transactions if partition in t.marker_offsets
+        ]
+
+
+def _check_compression(compression: str) -> str:
+    if compression not in COMPRESSION_TYPES:
+        raise ValueError(
+            f"compression must be one of {', '.join(COMPRESSION_TYPES)}, got {compression!r}"
+        )
+    return compression
+
+
+class ClientPool:
+    """confluent-kafka clients bound to one cluster, created lazily and closed together."""
+
+    def __init__(self, bootstrap_servers: str) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self._ck = _import_confluent_kafka()
+        self._lock = threading.RLock()
+        self._admin: Any = None
+        self._producers: dict[tuple[Any, ...], Any] = {}
+        self._closed = False
+
+    def _base_conf(self) -> dict[str, Any]:
+        return {
+            "bootstrap.servers": self.bootstrap_servers,
+            "client.id": "rackafka-testing",
+            "logger": client_log,
+            "log.connection.close": False,
+        }
+
+    def admin(self) -> Any:
+        """A shared ``confluent_kafka.admin.AdminClient``."""
+        with self._lock:
+            self._check_open()
+            if self._admin is None:
+                admin_mod = __import__("confluent_kafka.admin", fromlist=["AdminClient"])
+                self._admin = admin_mod.AdminClient(self._base_conf())
+            return self._admin
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("the cluster's clients were closed")
+
+    def metadata(self, timeout: float = 10.0) -> Any:
+        """Cluster metadata (all topics) as seen by ``AdminClient.list_topics``."""
+        return self.admin().list_topics(timeout=timeout)
+
+    def describe_cluster(self, timeout: float = 10.0) -> Any:
+        """``AdminClient.describe_cluster`` result (nodes with racks, controller)."""
+        future = self.admin().describe_cluster(request_timeout=timeout)
+        return future.result()
+
+    def producer(self, conf: dict[str, Any]) -> Any:
+        """A cached producer for this configuration."""
+        key = tuple(sorted((k, str(v)) for k, v in conf.items()))
+        with self._lock:
+            self._check_open()
+            producer = self._producers.get(key)
+            if producer is None:
+                full = self._base_conf()
+                full.update(conf)
+                producer = self._ck.Producer(full)
+                self._producers[key] = producer
+            return producer
+
+    def close(self) -> None:
+        """Drop all clients; queued records that were never delivered are purged."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            producers = list(self._producers.values())
+            self._producers.clear()
+            self._admin = None
+        for producer in producers:
+            try:
+                producer.purge(in_queue=True, in_flight=True, blocking=False)
+                producer.poll(0)
+            except Exception:  # pragma: no cover - best effort during teardown
+                log.debug("purging a test producer failed", exc_info=True)
+        del producers
+
+    # -- producing -------------------------------------------------------------------------
+    @staticmethod
+    def producer_conf(
+        *,
+        compression: str,
+        batch_size: int | None,
+        linger_ms: float | None,
+        idempotent: bool,
+    ) -> dict[str, Any]:
+        """Producer configuration for :meth:`produce`."""
+        conf: dict[str, Any] = {
+            "acks": "all",
+            "compression.type": _check_compression(compression),
+            "enable.idempotence": bool(idempotent),
+            "linger.ms": 5 if linger_ms is None else linger_ms,
+            "queue.buffering.max.messages": 1_000_000,
+            "queue.buffering.max.kbytes": 2_097_151,
+            "message.timeout.ms": 60_000,
+        }
+        if batch_size is not None:
+            if batch_size < 1:
+                raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+            conf["batch.size"] = batch_size
+            conf["batch.num.messages"] = 1_000_000
+            conf["message.max.bytes"] = max(1_000_000, batch_size + 65_536)
+            if linger_ms is None:
+                conf["linger.ms"] = 50
+        return conf
+
+    def partition_count(self, producer: Any, topic: str, timeout: float) -> int:
+        """Number of partitions of ``topic`` (asks the cluster, which may auto-create it)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            md = producer.list_topics(topic, timeout=max(0.1, deadline - time.monotonic()))
+            tmd = md.topics.get(topic)
+            if tmd is not None and tmd.error is None and tmd.partitions:
+                return len(tmd.partitions)
+            if time.monotonic() >= deadline:
+                err = None if tmd is None else tmd.error
+                raise ProduceError(f"topic {topic!r} has no partitions in metadata: {err}")
+            time.sleep(0.05)
+
+    def produce_into(
+        self,
+        producer: Any,
+        result: ProduceResult,
+        topic: str,
+        start_index: int,
+        count: int,
+        *,
+        value_size: int,
+        key: KeyArg,
+        value: ValueArg,
+        headers: HeadersArg,
+        partition: PartitionArg,
+        partitions: int,
+        timestamp_ms: int | None,
+        timeout: float,
+    ) -> None:
+        """Produce ``count`` records numbered from ``start_index``, flush, check deliveries."""
+        if count < 0:
+            raise ValueError(f"count must be >= 0, got {count}")
+        errors: list[str] = []
+
+        def on_delivery(err: Any, msg: Any) -> None:
+            if err is not None:
+                errors.append(str(err))
+            else:
+                result._record(msg.partition(), msg.offset())
+
+        spread = partition == "spread"
+        kwargs: dict[str, Any] = {"on_delivery": on_delivery}
+        if timestamp_ms is not None:
+            kwargs["timestamp"] = int(timestamp_ms)
+        for n in range(count):
+            i = start_index + n
+            k = key(i) if callable(key) else key
+            if value is None:
+                v: bytes | str | None = default_value(i, value_size)
+            elif callable(value):
+                v = value(i)
+            else:
+                v = value
+            h = headers(i) if callable(headers) else headers
+            kwargs["key"] = k
+            kwargs["value"] = v
+            if h is not None:
+                kwargs["headers"] = list(h)
+            else:
+                kwargs.pop("headers", None)
+            if spread:
+                kwargs["partition"] = i % partitions
+            elif isinstance(partition, int):
+                kwargs["partition"] = partition
+            while True:
+                try:
+                    producer.produce(topic, **kwargs)
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+            if n % 1000 == 999:
+                producer.poll(0)
+        remaining = producer.flush(timeout)
+        if remaining:
+            producer.purge(in_queue=True, in_flight=True)
+            producer.flush(1.0)
+            raise ProduceError(
+                f"{remaining} record(s) to {topic!r} not delivered within {timeout:.1f}s"
+                + (f"; first error: {errors[0]}" if errors else "")
+            )
+        if errors:
+            raise ProduceError(
+                f"{len(errors)} of {count} record(s) to {topic!r} failed; first error: {errors[0]}"
+            )
+
+    def produce(
+        self,
+        topic: str,
+        count: int,
+        *,
+        value_size: int = 100,
+        key: KeyArg = None,
+        value: ValueArg = None,
+        headers: HeadersArg = None,
+        partition: PartitionArg = None,
+        batch_size: int | None = None,
+        compression: str = "none",
+        linger_ms: float | None = None,
+        timestamp_ms: int | None = None,
+        idempotent: bool = False,
+        timeout: float = 30.0,
+    ) -> ProduceResult:
+        """See :meth:`rackafka.testing.EmbeddedCluster.produce`."""
+        _check_partition_arg(partition)
+        conf = self.producer_conf(
+            compression=compression,
+            batch_size=batch_size,
+            linger_ms=linger_ms,
+            idempotent=idempotent,
+        )
+        producer = self.producer(conf)
+        partitions = self.partition_count(producer, topic, timeout) if partition == "spread" else 0
+        result = ProduceResult(topic)
+        self.produce_into(
+            producer, result, topic, 0, count, value_size=value_size, key=key, value=value,
+            headers=headers, partition=partition, partitions=partitions,
+            timestamp_ms=timestamp_ms, timeout=timeout,
+        )  # fmt: skip
+        return result
+
+    def produce_transactional(
+        self,
+        topic: str,
+        transactions: Sequence[tuple[str, int]],
+        *,
+        value_size: int = 100,
+        key: KeyArg = None,
+        value: ValueArg = None,
+        headers: HeadersArg = None,
+        partition: PartitionArg = None,
+        compression: str = "none",
+        transactional_id: str | None = None,
+        timeout: float = 30.0,
+    ) -> TransactionalProduceResult:
+        """See :meth:`rackafka.testing.EmbeddedCluster.produce_transactional`."""
+        _check_partition_arg(partition)
+        steps: list[tuple[bool, int]] = []
+        for step in transactions:
+            try:
+                action, n = step
+            except (TypeError, ValueError):
+                raise ValueError(
+                    f"each transaction must be ('commit'|'abort', count), got {step!r}"
+                ) from None
+            if action not in ("commit", "abort"):
+                raise ValueError(f"transaction action must be 'commit' or 'abort', got {action!r}")
+            if not isinstance(n, int) or n < 1:
+                raise ValueError(f"a transaction needs a record count >= 1, got {n!r}")
+            steps.append((action == "commit", n))
+        conf = self._base_conf()
+        conf.update(
+            self.producer_conf(
+                compression=compression, batch_size=None, linger_ms=None, idempotent=True
+            )
+        )
+        conf["transactional.id"] = transactional_id or f"rackafka-testing-{uuid.uuid4().hex}"
+        producer = self._ck.Producer(conf)
+        try:
+            producer.init_transactions(timeout)
+            partitions = (
+                self.partition_count(producer, topic, timeout) if partition == "spread" else 0
+            )
+            out: list[TransactionResult] = []
+            index = 0
+            for committed, n in steps:
+                txn = TransactionResult(topic, committed=committed, first_index=index)
+                producer.begin_transaction()
+                # flush() inside produce_into makes every record reach the log before
+                # the transaction ends; otherwise abort_transaction() would purge them.
+                self.produce_into(
+                    producer, txn, topic, index, n, value_size=value_size, key=key,
+                    value=value, headers=headers, partition=partition, partitions=partitions,
+                    timestamp_ms=None, timeout=timeout,
+                )  # fmt: skip
+                if committed:
+                    producer.commit_transaction(timeout)
+                else:
+                    producer.abort_transaction(timeout)
+                txn.marker_offsets = {p: last + 1 for p, last in txn.last_offsets.items()}
+                out.append(txn)
+                index += n
+            return TransactionalProduceResult(topic, out)
+        except self._ck.KafkaException as exc:
+            raise ProduceError(f"transactional produce to {topic!r} failed: {exc}") from exc
+        finally:
+            try:
+                producer.purge(in_queue=True, in_flight=True, blocking=False)
+                producer.poll(0)
+            except Exception:  # pragma: no cover - best effort
+                log.debug("purging the transactional producer failed", exc_info=True)
+            del producer
+
+
+def _check_partition_arg(partition: PartitionArg) -> None:
+    if partition is None or partition == "spread":
+        return
+    if isinstance(partition, bool) or not isinstance(partition, int) or partition < 0:
+        raise ValueError(f"partition must be None, 'spread' or an int >= 0, got {partition!r}")

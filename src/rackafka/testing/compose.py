@@ -1,0 +1,349 @@
+"""A real three-rack Kafka cluster in Docker, for running the same tests against Apache Kafka.
+
+:class:`ComposeCluster` starts the project's ``docker-compose.yml`` (three KRaft brokers in
+racks ``az-a``/``az-b``/``az-c`` with ``RackAwareReplicaSelector``) through ``testcontainers``
+and offers the part of :class:`~rackafka.testing.EmbeddedCluster`'s API that a real cluster
+allows: topics, data and layout, but no fault injection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from ._clients import ClientPool
+from .cluster import BrokerInfo, PartitionInfo, _ClientMixin, probe_api_versions
+
+__all__ = [
+    "COMPOSE_BOOTSTRAP_SERVERS",
+    "ComposeCluster",
+    "DockerUnavailableError",
+    "FaultInjectionUnsupportedError",
+    "docker_engine_error",
+]
+
+#: The client listeners that ``docker-compose.yml`` publishes on the host.
+COMPOSE_BOOTSTRAP_SERVERS = "localhost:19092,localhost:29092,localhost:39092"
+
+_FAULT_INJECTION_METHODS = frozenset(
+    {
+        "move_leader",
+        "set_preferred_read_replica",
+        "emulate_rack_aware_selector",
+        "clear_preferred_read_replicas",
+        "set_follower_watermarks",
+        "broker_down",
+        "broker_up",
+        "set_broker_rtt",
+        "set_coordinator",
+        "set_group_initial_rebalance_delay",
+        "push_request_errors",
+        "push_broker_request_errors",
+        "pending_broker_request_errors",
+        "push_partition_request_errors",
+        "clear_request_errors",
+        "cap_api_version",
+        "restore_api_version",
+        "start_request_tracking",
+        "stop_request_tracking",
+        "clear_requests",
+        "requests",
+        "request_counts",
+        "delete_records",
+        "set_topic_error",
+    }
+)
+
+
+class DockerUnavailableError(RuntimeError):
+    """No Docker engine answers, so the compose cluster cannot run."""
+
+
+class FaultInjectionUnsupportedError(NotImplementedError):
+    """The fault-injection call needs the embedded cluster; a real cluster cannot do it."""
+
+
+def docker_engine_error(timeout: float = 10.0) -> str | None:
+    """Why no Docker engine can be used, or None when one answers.
+
+    Asks with the ``docker`` Python SDK when installed, else with ``docker info``.
+    """
+    try:
+        import docker
+    except ImportError:
+        docker = None
+    if docker is not None:
+        try:
+            client = docker.from_env(timeout=int(timeout))
+            try:
+                client.ping()
+            finally:
+                client.close()
+            return None
+        except Exception as exc:
+            return f"{type(exc).__name__}: {exc}"
+    exe = shutil.which("docker")
+    if exe is None:
+        return "neither the docker Python SDK nor a docker command is installed"
+    try:
+        proc = subprocess.run(
+            [exe, "info", "--format", "{{.ServerVersion}}"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"docker info: {exc}"
+    if proc.returncode != 0:
+        lines = (proc.stderr or proc.stdout or "").strip().splitlines()
+        return "docker info: " + (lines[-1] if lines else f"exit status {proc.returncode}")
+    return None
+
+
+class ComposeCluster(_ClientMixin):
+    """The project's ``docker-compose.yml`` Kafka cluster, started with testcontainers.
+
+    Arguments:
+        compose_file: path of the compose file (default: ``docker-compose.yml`` in the
+            current directory).
+        bootstrap_servers: the client listeners the compose file publishes.
+        start_compose: False to use a cluster that is already running (started with
+            ``docker compose up -d``): nothing is started or stopped.
+        startup_timeout: seconds to wait for all brokers to show up in metadata.
+        expected_brokers: how many brokers the cluster has.
+    """
+
+    supports_fault_injection = False
+
+    def __init__(
+        self,
+        compose_file: str | os.PathLike[str] | None = None,
+        *,
+        bootstrap_servers: str = COMPOSE_BOOTSTRAP_SERVERS,
+        start_compose: bool = True,
+        startup_timeout: float = 180.0,
+        expected_brokers: int = 3,
+    ) -> None:
+        self.compose_file = Path(compose_file or "docker-compose.yml").resolve()
+        self._bootstrap = bootstrap_servers
+        self._start_compose = start_compose
+        self._startup_timeout = startup_timeout
+        self._expected_brokers = expected_brokers
+        self._metadata_timeout = 30.0
+        self._compose: Any = None
+        self._pool: ClientPool | None = None
+        self._brokers: dict[int, BrokerInfo] = {}
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> ComposeCluster:
+        """Start the containers (when ``start_compose``) and wait until all brokers are up.
+
+        Raises:
+            DockerUnavailableError: no Docker engine answers.
+            ImportError: testcontainers is not installed.
+        """
+        if self._pool is not None:
+            return self
+        if self._start_compose:
+            error = docker_engine_error()
+            if error is not None:
+                raise DockerUnavailableError(f"compose mode needs a Docker engine: {error}")
+            try:
+                from testcontainers.compose import DockerCompose
+            except ImportError as exc:
+                raise ImportError(
+                    "compose mode needs testcontainers: pip install testcontainers"
+                ) from exc
+            if not self.compose_file.is_file():
+                raise FileNotFoundError(f"no compose file at {self.compose_file}")
+            self._compose = DockerCompose(
+                context=str(self.compose_file.parent),
+                compose_file_name=self.compose_file.name,
+                wait=True,
+            )
+            self._compose.start()
+        self._pool = ClientPool(self._bootstrap)
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _wait_ready(self) -> None:
+        assert self._pool is not None
+        deadline = time.monotonic() + self._startup_timeout
+        last: Exception | str = "no answer"
+        while time.monotonic() < deadline:
+            try:
+                result = self._pool.describe_cluster(timeout=10.0)
+                nodes = list(result.nodes)
+                if len(nodes) >= self._expected_brokers:
+                    self._brokers = {
+                        n.id: BrokerInfo(n.id, n.host, n.port, n.rack or None) for n in nodes
+                    }
+                    return
+                last = f"{len(nodes)} of {self._expected_brokers} brokers up"
+            except Exception as exc:
+                last = exc
+            time.sleep(1.0)
+        raise TimeoutError(f"the compose cluster did not come up: {last}")
+
+    def close(self) -> None:
+        """Close the clients and take the containers down (when this object started them)."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+        compose, self._compose = self._compose, None
+        if compose is not None:
+            compose.stop()
+
+    stop = close
+
+    def __enter__(self) -> ComposeCluster:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> ComposeCluster:
+        return await asyncio.to_thread(self.start)
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await asyncio.to_thread(self.close)
+
+    def _clients(self) -> ClientPool:
+        if self._pool is None:
+            raise RuntimeError("the ComposeCluster is not running: call start()")
+        return self._pool
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _FAULT_INJECTION_METHODS:
+            raise FaultInjectionUnsupportedError(
+                f"{name}() needs the embedded cluster; a real Kafka cluster cannot do it "
+                "(mark the test with @pytest.mark.fault_injection)"
+            )
+        raise AttributeError(name)
+
+    # -- layout ----------------------------------------------------------------------------
+    @property
+    def bootstrap_servers(self) -> str:
+        """The published client listeners."""
+        return self._bootstrap
+
+    @property
+    def brokers(self) -> dict[int, BrokerInfo]:
+        """Broker id -> :class:`BrokerInfo`, as DescribeCluster reported them at start."""
+        self._clients()
+        return dict(self._brokers)
+
+    @property
+    def racks(self) -> tuple[str, ...]:
+        """The racks of the brokers, in broker-id order (without repeats)."""
+        out: list[str] = []
+        for node_id in sorted(self._brokers):
+            rack = self._brokers[node_id].rack
+            if rack is not None and rack not in out:
+                out.append(rack)
+        return tuple(out)
+
+    def rack_of(self, broker_id: int) -> str | None:
+        """The rack of a broker."""
+        return self.brokers[broker_id].rack
+
+    def brokers_in_rack(self, rack: str) -> list[int]:
+        """Ids of the brokers in ``rack``."""
+        return [b.node_id for b in self.brokers.values() if b.rack == rack]
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        replication_factor: int | None = None,
+        *,
+        leaders: Sequence[int] | None = None,
+    ) -> list[PartitionInfo]:
+        """Create a topic whose partition ``p`` is led by broker ``(p % brokers) + 1``.
+
+        The replicas of each partition are its leader followed by the next brokers in id
+        order (an explicit replica assignment, so the layout matches the embedded cluster's).
+        """
+        admin_mod = __import__("confluent_kafka.admin", fromlist=["NewTopic"])
+        ids = sorted(self.brokers)
+        if replication_factor is None:
+            replication_factor = min(3, len(ids))
+        if not 1 <= replication_factor <= len(ids):
+            raise ValueError(f"replication_factor must be 1..{len(ids)}")
+        if leaders is not None and len(leaders) != partitions:
+            raise ValueError(f"leaders needs one broker id per partition ({partitions})")
+        assignment = []
+        for p in range(partitions):
+            leader = leaders[p] if leaders is not None else ids[p % len(ids)]
+            start = ids.index(leader)
+            assignment.append([ids[(start + i) % len(ids)] for i in range(replication_factor)])
+        topic = admin_mod.NewTopic(name, replica_assignment=assignment)
+        futures = self._clients().admin().create_topics([topic], request_timeout=30)
+        futures[name].result()
+        deadline = time.monotonic() + self._metadata_timeout
+        while True:
+            parts = self._read_partitions(name)
+            if len(parts) == partitions and all(
+                info.leader == assignment[info.partition][0] for info in parts
+            ):
+                return parts
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"topic {name!r} did not get its leaders in time")
+            time.sleep(0.2)
+
+    def _read_partitions(self, topic: str) -> list[PartitionInfo]:
+        tmd = self.metadata().topics.get(topic)
+        if tmd is None or tmd.error is not None:
+            return []
+        return [
+            PartitionInfo(
+                topic, p, tmd.partitions[p].leader, tuple(tmd.partitions[p].replicas), None
+            )
+            for p in sorted(tmd.partitions)
+        ]
+
+    def topics(self) -> list[str]:
+        """Names of the cluster's topics (internal ones excluded)."""
+        return sorted(t for t in self.metadata().topics if not t.startswith("__"))
+
+    def partition_info(self, topic: str, partition: int) -> PartitionInfo:
+        """Leader and replicas of a partition from Metadata (the leader epoch is None)."""
+        parts = self._read_partitions(topic)
+        if not parts:
+            raise KeyError(f"unknown topic {topic!r}")
+        return parts[partition]
+
+    def partitions(self, topic: str) -> list[PartitionInfo]:
+        """All partitions of a topic."""
+        parts = self._read_partitions(topic)
+        if not parts:
+            raise KeyError(f"unknown topic {topic!r}")
+        return parts
+
+    def api_versions(self, broker_id: int | None = None) -> dict[int, tuple[int, int]]:
+        """The API versions a broker advertises (ApiVersions v0): key -> (min, max)."""
+        node_id = broker_id if broker_id is not None else min(self.brokers)
+        broker = self.brokers[node_id]
+        return probe_api_versions(broker.host, broker.port)

@@ -1,0 +1,143 @@
+"""Compression codecs: framings written by other clients, and invalid data."""
+
+from __future__ import annotations
+
+import gzip
+import struct
+
+import cramjam
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rackafka.errors import CorruptRecordException, UnsupportedCodecError
+from rackafka.records import (
+    CODEC_GZIP,
+    CODEC_LZ4,
+    CODEC_NONE,
+    CODEC_SNAPPY,
+    CODEC_ZSTD,
+    compress,
+    decompress,
+    iter_batches,
+)
+
+from .refcodec import batch_bytes, decode_records, record_bytes
+
+ALL_CODECS = [CODEC_NONE, CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD]
+
+
+def xerial(data: bytes, block: int) -> bytes:
+    """xerial snappy framing as the Java client writes it, built by hand."""
+    out = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)
+    for start in range(0, len(data), block):
+        raw = bytes(cramjam.snappy.compress_raw(data[start : start + block]))
+        out += struct.pack(">i", len(raw)) + raw
+    return out
+
+
+PAYLOAD = b"".join(b"record %d of the test payload; " % i for i in range(3000))
+
+
+@settings(max_examples=50, deadline=None)
+@given(data=st.binary(max_size=5000), codec=st.sampled_from(ALL_CODECS))
+def test_round_trip(data: bytes, codec: int) -> None:
+    assert decompress(codec, compress(codec, data)) == data
+
+
+@pytest.mark.parametrize("block", [1000, 32 * 1024, 10**6])
+def test_xerial_snappy(block: int) -> None:
+    assert decompress(CODEC_SNAPPY, xerial(PAYLOAD, block)) == PAYLOAD
+
+
+def test_our_snappy_output_is_xerial_framed() -> None:
+    out = compress(CODEC_SNAPPY, PAYLOAD)
+    assert out.startswith(b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01")
+    assert out == xerial(PAYLOAD, 32 * 1024)
+
+
+def test_raw_snappy() -> None:
+    raw = bytes(cramjam.snappy.compress_raw(PAYLOAD))
+    assert decompress(CODEC_SNAPPY, raw) == PAYLOAD
+
+
+def test_raw_snappy_batch() -> None:
+    records = b"".join(record_bytes(i, 0, None, b"v%d" % i) for i in range(50))
+    data = batch_bytes(
+        bytes(cramjam.snappy.compress_raw(records)), count=50, attributes=CODEC_SNAPPY
+    )
+    (batch,) = iter_batches(data)
+    assert [r[4] for r in batch.records()] == [b"v%d" % i for i in range(50)]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"\x82SNAPPY\x00\x00\x00",  # short header
+        b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1) + b"\x00\x00",  # short block length
+        b"\x82SNAPPY\x00" + struct.pack(">iii", 1, 1, -5) + b"abc",  # negative block length
+        b"\x82SNAPPY\x00" + struct.pack(">iii", 1, 1, 100) + b"abc",  # block past the end
+        b"\x82SNAPPY\x00" + struct.pack(">iii", 1, 1, 3) + b"abc",  # invalid block
+        b"\xff\xff\xff\xff\x0f",  # raw snappy with a huge length and no data
+    ],
+)
+def test_invalid_snappy(data: bytes) -> None:
+    with pytest.raises(CorruptRecordException, match="snappy"):
+        decompress(CODEC_SNAPPY, data)
+
+
+def test_gzip_with_several_members() -> None:
+    data = gzip.compress(PAYLOAD[:1000]) + gzip.compress(PAYLOAD[1000:])
+    assert decompress(CODEC_GZIP, data) == PAYLOAD
+
+
+def test_gzip_from_stdlib() -> None:
+    assert decompress(CODEC_GZIP, gzip.compress(PAYLOAD, compresslevel=1)) == PAYLOAD
+
+
+def test_gzip_ignores_trailing_bytes_that_are_not_a_member() -> None:
+    assert decompress(CODEC_GZIP, gzip.compress(PAYLOAD) + b"\x00\x00junk") == PAYLOAD
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        gzip.compress(PAYLOAD)[:-10],
+        gzip.compress(PAYLOAD) + gzip.compress(b"second")[:-3],
+        b"\x1f\x8b",
+        b"not gzip at all",
+    ],
+)
+def test_invalid_gzip(data: bytes) -> None:
+    with pytest.raises(CorruptRecordException, match="gzip"):
+        decompress(CODEC_GZIP, data)
+
+
+def test_zstd_streaming_frame_without_content_size() -> None:
+    compressor = cramjam.zstd.Compressor()
+    compressor.compress(PAYLOAD)
+    frame = bytes(compressor.finish())
+    assert decompress(CODEC_ZSTD, frame) == PAYLOAD
+
+
+def test_lz4_frame() -> None:
+    frame = bytes(cramjam.lz4.compress(PAYLOAD))
+    assert frame.startswith(b"\x04\x22\x4d\x18")
+    assert decompress(CODEC_LZ4, frame) == PAYLOAD
+
+
+@pytest.mark.parametrize("codec", [5, 6, 7, -1])
+def test_unknown_codec(codec: int) -> None:
+    with pytest.raises(UnsupportedCodecError):
+        decompress(codec, b"abc")
+    with pytest.raises(UnsupportedCodecError):
+        compress(codec, b"abc")
+
+
+@pytest.mark.parametrize("codec", [CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD])
+def test_compressed_batch_from_a_hand_built_payload(codec: int) -> None:
+    records = b"".join(record_bytes(i, i, b"k", b"v" * i) for i in range(300))
+    data = batch_bytes(compress(codec, records), count=300, attributes=codec, base_timestamp=5)
+    (batch,) = iter_batches(data)
+    got = [(r[0], r[1], r[3], r[4], r[8]) for r in batch.records()]
+    assert got == decode_records(records, 300, 0, 5)
