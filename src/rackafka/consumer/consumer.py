@@ -471,7 +471,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         if not waits:
             return True
         try:
-            done, pending = await asyncio.wait(waits, timeout=self._request_timeout)
+            _done, pending = await asyncio.wait(waits, timeout=self._request_timeout)
         finally:
             for w in waits:
                 w.cancel()
@@ -692,9 +692,9 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         wanted = set(partitions) if partitions else None
         while True:
             fetcher.raise_pending_errors(wanted)
-            records = fetcher.drain(wanted, 1)
-            for recs in records.values():
-                return recs[0]
+            record = fetcher.next_record(wanted)
+            if record is not None:
+                return record
             fetcher.raise_pending_errors(wanted)
             if self._closed:
                 raise ConsumerStoppedError()

@@ -237,6 +237,7 @@ class Fetcher:
         self._stats = FetchStats(client_rack)
         self._factories: dict[TopicPartition, Callable[..., Any]] = {}
         self._wakeup = asyncio.Event()
+        self._errors_pending = False
         self.data_ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closed = False
@@ -397,15 +398,47 @@ class Fetcher:
             return True
         return any(tp in self._tp_bytes for tp in partitions)
 
+    def _fail(self, state: PartitionState, error: BaseException) -> None:
+        """Record an error to raise to the user on the next poll of the partition."""
+        state.error = error
+        self._errors_pending = True
+
     def raise_pending_errors(self, partitions: set[TopicPartition] | None = None) -> None:
         """Raise an error recorded for a partition (reset "none", fatal errors)."""
+        if not self._errors_pending:
+            return
+        found = False
         for state in self._subs.states():
-            if state.error is not None and (partitions is None or state.tp in partitions):
-                error, state.error = state.error, None
-                if isinstance(error, OffsetOutOfRangeError):
-                    # The user decides where to go from here (seek); until then: no fetch.
-                    state.request_reset(NONE)
-                raise error
+            if state.error is not None:
+                found = True
+                if partitions is None or state.tp in partitions:
+                    error, state.error = state.error, None
+                    if isinstance(error, OffsetOutOfRangeError):
+                        # The user decides where to go from here (seek); until then: no fetch.
+                        state.request_reset(NONE)
+                    raise error
+        self._errors_pending = found
+
+    def next_record(self, partitions: set[TopicPartition] | None) -> Any:
+        """One record for :meth:`AIOKafkaConsumer.getone`, or ``None``.
+
+        The common case (the next record of the head buffer is decoded already)
+        costs a few attribute look-ups; everything else goes through :meth:`drain`.
+        """
+        if self._buffered:
+            buf = self._buffered[0]
+            pos = buf.pending_pos
+            if pos < len(buf.pending) - 1 and (partitions is None or buf.tp in partitions):
+                state = self._subs.state(buf.tp)
+                if state is not None and not state.paused and state.position is not None:
+                    record = buf.pending[pos]
+                    buf.pending_pos = pos + 1
+                    state.position = record.offset + 1
+                    self._count(buf.node).records += 1
+                    return record
+        for records in self.drain(partitions, 1).values():
+            return records[0]
+        return None
 
     def _factory(self, tp: TopicPartition) -> Callable[..., Any]:
         factory = self._factories.get(tp)
@@ -552,7 +585,7 @@ class Fetcher:
                 buf.batches = None
                 buf.pending = []
                 buf.pending_pos = 0
-                state.error = exc
+                self._fail(state, exc)
                 state.position = position
                 state.fetch_position = position
                 return taken
@@ -1115,9 +1148,12 @@ class Fetcher:
         if outcome.action is FetchErrorAction.RESET:
             strategy = self._subs.default_reset
             if strategy == NONE:
-                state.error = OffsetOutOfRangeError(
-                    f"offset {state.position} is out of range for {tp.topic}-{tp.partition} "
-                    "and auto_offset_reset is 'none'"
+                self._fail(
+                    state,
+                    OffsetOutOfRangeError(
+                        f"offset {state.position} is out of range for {tp.topic}-{tp.partition} "
+                        "and auto_offset_reset is 'none'"
+                    ),
                 )
             else:
                 log.info(
@@ -1130,7 +1166,7 @@ class Fetcher:
                 self._drop_buffered(tp)
                 state.request_reset(strategy)
         elif outcome.action is FetchErrorAction.RAISE:
-            state.error = for_code(code)(f"fetch of {tp.topic}-{tp.partition} from node {node}")
+            self._fail(state, for_code(code)(f"fetch of {tp.topic}-{tp.partition} from node {node}"))
         elif outcome.action is FetchErrorAction.REFETCH_FROM_LEADER:
             log.debug(
                 "%s-%d: %s from read replica %d at offset %s; fetching it from the leader",
