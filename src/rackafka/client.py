@@ -140,6 +140,8 @@ class KafkaClient:
         self._wakeup = asyncio.Event()
         self._closed = False
         self._node_backoff: dict[int, tuple[float, int]] = {}
+        #: Metadata requests sent after bootstrap (observability and tests).
+        self.metadata_requests = 0
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -261,6 +263,7 @@ class KafkaClient:
         for node_id in candidates:
             try:
                 conn = await self._metadata_connection(node_id)
+                self.metadata_requests += 1
                 response = await conn.request(METADATA, self._metadata_request())
             except KafkaError as exc:
                 errors.append(f"node {node_id}: {exc}")
