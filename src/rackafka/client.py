@@ -36,6 +36,11 @@ DEFAULT_PORT = 9092
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
+def _consume_refresh_error(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.debug("metadata refresh failed: %s", task.exception())
+
+
 def parse_bootstrap_servers(servers: str | Sequence[str]) -> list[tuple[str, int]]:
     """Parse ``bootstrap_servers`` into ``(host, port)`` pairs.
 
@@ -48,8 +53,13 @@ def parse_bootstrap_servers(servers: str | Sequence[str]) -> list[tuple[str, int
     """
     if isinstance(servers, str):
         items = [s for s in (x.strip() for x in servers.split(",")) if s]
+    elif isinstance(servers, (list, tuple)) and all(isinstance(s, str) for s in servers):
+        items = [s.strip() for s in servers]
     else:
-        items = [str(s).strip() for s in servers]
+        raise KafkaConfigurationError(
+            "bootstrap_servers must be a 'host[:port]' string (comma separated) or a list "
+            f"of them, not {servers!r}"
+        )
     if not items:
         raise KafkaConfigurationError("bootstrap_servers is empty: give at least one host:port")
     out: list[tuple[str, int]] = []
@@ -234,9 +244,21 @@ class KafkaClient:
     # -- metadata --------------------------------------------------------------
 
     def request_update(self) -> asyncio.Future[None]:
-        """Start a metadata refresh, or join the one in flight."""
+        """Start a metadata refresh, or join the one in flight.
+
+        Before :meth:`bootstrap_cluster` (which loads metadata itself) and after
+        :meth:`close` nothing is started: a refresh then would open a connection
+        that nobody closes.
+        """
+        if self._closed or self._bg is None:
+            done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            done.set_result(None)
+            return done
         if self._refresh is None or self._refresh.done():
             self._refresh = asyncio.get_running_loop().create_task(self._do_refresh())
+            # Most callers fire and forget: mark a failure as seen (it is retried in
+            # the background), so asyncio does not log "exception never retrieved".
+            self._refresh.add_done_callback(_consume_refresh_error)
         return self._refresh
 
     async def refresh_metadata(self) -> None:

@@ -240,9 +240,9 @@ async def test_request_timeout_closes_the_connection(embedded_cluster) -> None:
     conn = await Connection.open(host, port, request_timeout_ms=2000)
     try:
         broker_id = conn.node_id
-        for b, (h, p) in embedded_cluster.broker_addresses().items():
-            if (h, p) == (host, port):
-                broker_id = b
+        for b in embedded_cluster.brokers.values():
+            if (b.host, b.port) == (host, port):
+                broker_id = b.node_id
         embedded_cluster.set_broker_rtt(broker_id, 1500)
         with pytest.raises(KafkaTimeoutError):
             await conn.request(METADATA, METADATA.Request(topics=[]), timeout=0.3)

@@ -45,8 +45,9 @@ _RESETS = (EARLIEST, LATEST, NONE)
 
 
 def _not_yet(name: str, value: Any) -> KafkaConfigurationError:
+    shown = "<redacted>" if "password" in name else repr(value)  # never echo a secret
     return KafkaConfigurationError(
-        f"{name}={value!r} is not supported yet by rackafka {__version__}: consumer groups, "
+        f"{name}={shown} is not supported yet by rackafka {__version__}: consumer groups, "
         "TLS and SASL arrive in later releases; leave it at its default for now"
     )
 
@@ -58,6 +59,13 @@ def _positive(name: str, value: Any, *, zero: bool = False) -> int:
         allowed = ">= 0" if zero else "> 0"
         raise KafkaConfigurationError(f"{name} must be {allowed}, not {value}")
     return value
+
+
+class _SubscribeArgumentsError(TypeError, ValueError):
+    """subscribe() got both or neither of topics and pattern.
+
+    aiokafka raises TypeError there while documenting ValueError: catchable as either.
+    """
 
 
 def _log_listener_failure(task: asyncio.Future[Any]) -> None:
@@ -105,14 +113,17 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             Default: 200.
         exclude_internal_topics: hide internal topics from :meth:`topics` and
             pattern subscriptions.  Default: ``True``.
-        connections_max_idle_ms: close idle connections after this.  Default: 540000.
-        group_id, group_instance_id, enable_auto_commit, auto_commit_interval_ms,
-        partition_assignment_strategy, max_poll_interval_ms,
-        rebalance_timeout_ms, session_timeout_ms, heartbeat_interval_ms,
-        security_protocol, ssl_context, sasl_*: accepted with aiokafka's
-            defaults; other values are not supported yet and raise
-            :exc:`~rackafka.errors.KafkaConfigurationError`.
+        connections_max_idle_ms: close idle connections after this (``None``: never).
+            Default: 540000.
+        group_id, group_instance_id, partition_assignment_strategy,
+        rebalance_timeout_ms, security_protocol, ssl_context, sasl_*: accepted
+            with aiokafka's defaults; other values are not supported yet and
+            raise :exc:`~rackafka.errors.KafkaConfigurationError`.
+        enable_auto_commit, auto_commit_interval_ms, max_poll_interval_ms,
+        session_timeout_ms, heartbeat_interval_ms: checked, then ignored, as
+            aiokafka ignores them without ``group_id``.
         api_version: ignored (versions are always negotiated).
+        loop: deprecated and ignored (a :exc:`DeprecationWarning`), as in aiokafka.
     """
 
     def __init__(
@@ -147,7 +158,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         security_protocol: str = "PLAINTEXT",
         api_version: str | None = None,
         exclude_internal_topics: bool = True,
-        connections_max_idle_ms: int = 540000,
+        connections_max_idle_ms: int | None = 540000,
         isolation_level: str = "read_uncommitted",
         sasl_mechanism: str = "PLAIN",
         sasl_plain_password: str | None = None,
@@ -158,7 +169,15 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         client_rack: str | None = None,
     ) -> None:
         if loop is not None:
-            raise KafkaConfigurationError("loop is not supported: the running loop is used")
+            # As aiokafka 0.14: deprecated, accepted; rackafka always uses the running loop.
+            warnings.warn(
+                "The loop argument is deprecated (as in aiokafka) and ignored: "
+                "the running event loop is used",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+        if client_id is not None and not isinstance(client_id, str):
+            raise KafkaConfigurationError(f"client_id must be a str, not {client_id!r}")
         for name, value, default in (
             ("group_id", group_id, None),
             ("group_instance_id", group_instance_id, None),
@@ -166,6 +185,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             ("security_protocol", security_protocol, "PLAINTEXT"),
             ("sasl_plain_password", sasl_plain_password, None),
             ("sasl_plain_username", sasl_plain_username, None),
+            ("sasl_kerberos_service_name", sasl_kerberos_service_name, "kafka"),
             ("sasl_kerberos_domain_name", sasl_kerberos_domain_name, None),
             ("sasl_oauth_token_provider", sasl_oauth_token_provider, None),
             ("rebalance_timeout_ms", rebalance_timeout_ms, None),
@@ -204,7 +224,11 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             ("retry_backoff_ms", retry_backoff_ms, True),
             ("metadata_max_age_ms", metadata_max_age_ms, False),
             ("consumer_timeout_ms", consumer_timeout_ms, True),
-            ("connections_max_idle_ms", connections_max_idle_ms, False),
+            (  # None disables idle checks (aiokafka).
+                "connections_max_idle_ms",
+                1 if connections_max_idle_ms is None else connections_max_idle_ms,
+                False,
+            ),
             ("auto_commit_interval_ms", auto_commit_interval_ms, False),
             ("max_poll_interval_ms", max_poll_interval_ms, False),
             ("session_timeout_ms", session_timeout_ms, False),
@@ -227,7 +251,9 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             metadata_max_age_ms=metadata_max_age_ms,
             request_timeout_ms=request_timeout_ms,
             retry_backoff_ms=retry_backoff_ms,
-            connections_max_idle_ms=connections_max_idle_ms,
+            connections_max_idle_ms=(
+                connections_max_idle_ms if connections_max_idle_ms is not None else 1 << 62
+            ),
             client_software_version=__version__,
         )
         self._client_rack = client_rack
@@ -275,7 +301,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         self._fetcher = Fetcher(self._client, self._subs, **self._fetcher_args)
         self._client.cluster.add_listener(self._on_metadata)
         self._started = True
-        if self._subs.topics:
+        if self._subs.topics or self._pattern is not None:  # subscribe() before start()
             self._client.add_topics(self._subs.topics)
             await self._client.refresh_metadata()
             self._update_subscribed_assignment(self._client.cluster)
@@ -354,15 +380,19 @@ class AIOKafkaConsumer(Generic[KT, VT]):
 
         Raises:
             IllegalStateError: partitions were assigned manually.
-            ValueError: both or neither of ``topics`` and ``pattern`` given.
+            TypeError: both or neither of ``topics`` and ``pattern`` given (as
+                aiokafka's code; its docstring says ValueError, so the error is
+                both), or ``topics`` is a string.
         """
+        if isinstance(topics, (str, bytes)):
+            raise TypeError("Topics should be list of strings")
         topics = list(topics)
         if self._manual:
             raise IllegalStateError(
                 "Subscription to topics, partitions and pattern are mutually exclusive"
             )
         if bool(topics) == (pattern is not None):
-            raise ValueError("Subscription requires either topics or pattern, not both")
+            raise _SubscribeArgumentsError("You should provide either `topics` or `pattern`")
         if listener is not None and not isinstance(listener, ConsumerRebalanceListener):
             raise TypeError("listener should be an instance of ConsumerRebalanceListener")
         self._listener = listener
@@ -622,11 +652,15 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         Raises:
             ValueError: a timestamp is negative.
         """
+        wanted: dict[TopicPartition, int] = {}
         for tp, ts in timestamps.items():
-            if isinstance(ts, bool) or not isinstance(ts, int) or ts < 0:
-                raise ValueError(f"The target time for partition {tp} is {ts}. "
-                                 "The target time cannot be negative.")
-        found = await self._offsets(dict(timestamps))
+            if ts < 0:
+                raise ValueError(
+                    f"The target time for partition {tp} is {ts}. "
+                    "The target time cannot be negative."
+                )
+            wanted[tp] = int(ts)  # aiokafka accepts any number of milliseconds
+        found = await self._offsets(wanted)
         return {
             tp: (OffsetAndTimestamp(off, ts) if off >= 0 else None)
             for tp, (off, ts, _e) in found.items()
@@ -651,14 +685,19 @@ class AIOKafkaConsumer(Generic[KT, VT]):
 
         Raises:
             ConsumerStoppedError: the consumer was stopped.
+            ValueError: ``max_records`` is not a positive int.
             OffsetOutOfRangeError: the position is out of range and
+                ``auto_offset_reset`` is ``"none"`` (again on every call until
+                the user seeks).
+            NoOffsetForPartitionError: a partition has no position yet and
                 ``auto_offset_reset`` is ``"none"``.
             CorruptRecordException: a corrupt batch was reached (again on
                 every call until the user seeks past it).
         """
         fetcher = self._check_running()
         if max_records is not None:
-            _positive("max_records", max_records)
+            if isinstance(max_records, bool) or not isinstance(max_records, int) or max_records < 1:
+                raise ValueError("`max_records` must be a positive Integer")  # as aiokafka
         else:
             max_records = self._max_poll_records
         wanted = set(partitions) if partitions else None

@@ -45,6 +45,7 @@ from rackafka.errors import (
     CorruptRecordException,
     KafkaError,
     KafkaTimeoutError,
+    NoOffsetForPartitionError,
     OffsetOutOfRangeError,
     UnsupportedVersionError,
     for_code,
@@ -402,6 +403,7 @@ class Fetcher:
         """Record an error to raise to the user on the next poll of the partition."""
         state.error = error
         self._errors_pending = True
+        self.data_ready.set()  # wake a waiting getmany()/getone() to raise it now
 
     def raise_pending_errors(self, partitions: set[TopicPartition] | None = None) -> None:
         """Raise an error recorded for a partition (reset "none", fatal errors)."""
@@ -412,10 +414,9 @@ class Fetcher:
             if state.error is not None:
                 found = True
                 if partitions is None or state.tp in partitions:
+                    # As aiokafka: the partition is fetched again, so the error comes
+                    # back on the next poll until the user seeks somewhere valid.
                     error, state.error = state.error, None
-                    if isinstance(error, OffsetOutOfRangeError):
-                        # The user decides where to go from here (seek); until then: no fetch.
-                        state.request_reset(NONE)
                     raise error
         self._errors_pending = found
 
@@ -661,6 +662,16 @@ class Fetcher:
             if tp in self._lookup_tps:
                 continue
             wants_reset = state.reset is not None and state.reset != NONE
+            if state.reset == NONE and state.error is None:
+                # No position and auto_offset_reset="none" (aiokafka raises this too).
+                self._fail(
+                    state,
+                    NoOffsetForPartitionError(
+                        f"{tp.topic}-{tp.partition} has no position and auto_offset_reset "
+                        "is 'none': seek() to an offset first"
+                    ),
+                )
+                continue
             if not wants_reset and not state.awaiting_validation:
                 continue
             leader = self._cluster.leader_for(tp)
@@ -1150,10 +1161,8 @@ class Fetcher:
             if strategy == NONE:
                 self._fail(
                     state,
-                    OffsetOutOfRangeError(
-                        f"offset {state.position} is out of range for {tp.topic}-{tp.partition} "
-                        "and auto_offset_reset is 'none'"
-                    ),
+                    # As aiokafka: the argument maps the partition to the fetch offset.
+                    OffsetOutOfRangeError({tp: state.fetch_position}),
                 )
             else:
                 log.info(

@@ -1,0 +1,334 @@
+"""AIOKafkaConsumer's constructor: aiokafka 0.14's keywords and defaults, and clear errors.
+
+The keyword list and defaults below were read from aiokafka 0.14.0's
+``aiokafka/consumer/consumer.py`` (``AIOKafkaConsumer.__init__``), so that a test fails
+if rackafka drops, renames or changes the default of any argument aiokafka users pass.
+No cluster is needed: every check happens at construction.
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from typing import Any
+
+import pytest
+
+import rackafka
+from rackafka import AIOKafkaConsumer
+from rackafka.errors import KafkaConfigurationError
+
+#: aiokafka 0.14.0 AIOKafkaConsumer keyword arguments and their defaults, in order.
+#: ``client_id`` (``"aiokafka-<version>"``) and ``partition_assignment_strategy``
+#: (``(RoundRobinPartitionAssignor,)``) are aiokafka-specific and checked separately.
+AIOKAFKA_014_KEYWORDS: dict[str, Any] = {
+    "loop": None,
+    "bootstrap_servers": "localhost",
+    "client_id": ...,
+    "group_id": None,
+    "group_instance_id": None,
+    "key_deserializer": None,
+    "value_deserializer": None,
+    "fetch_max_wait_ms": 500,
+    "fetch_max_bytes": 52428800,
+    "fetch_min_bytes": 1,
+    "max_partition_fetch_bytes": 1048576,
+    "request_timeout_ms": 40000,
+    "retry_backoff_ms": 100,
+    "auto_offset_reset": "latest",
+    "enable_auto_commit": True,
+    "auto_commit_interval_ms": 5000,
+    "check_crcs": True,
+    "metadata_max_age_ms": 300000,
+    "partition_assignment_strategy": ...,
+    "max_poll_interval_ms": 300000,
+    "rebalance_timeout_ms": None,
+    "session_timeout_ms": 10000,
+    "heartbeat_interval_ms": 3000,
+    "consumer_timeout_ms": 200,
+    "max_poll_records": None,
+    "ssl_context": None,
+    "security_protocol": "PLAINTEXT",
+    "api_version": None,
+    "exclude_internal_topics": True,
+    "connections_max_idle_ms": 540000,
+    "isolation_level": "read_uncommitted",
+    "sasl_mechanism": "PLAIN",
+    "sasl_plain_password": None,
+    "sasl_plain_username": None,
+    "sasl_kerberos_service_name": "kafka",
+    "sasl_kerberos_domain_name": None,
+    "sasl_oauth_token_provider": None,
+    "client_rack": None,
+}
+
+BOOTSTRAP = "127.0.0.1:9"  # never contacted: nothing here calls start()
+
+
+def make(**kwargs: Any) -> AIOKafkaConsumer[Any, Any]:
+    kwargs.setdefault("bootstrap_servers", BOOTSTRAP)
+    return AIOKafkaConsumer(**kwargs)
+
+
+def config_error(**kwargs: Any) -> str:
+    """The message of the KafkaConfigurationError raised by constructing with ``kwargs``."""
+    with pytest.raises(KafkaConfigurationError) as info:
+        make(**kwargs)
+    return str(info.value)
+
+
+# -- the signature ------------------------------------------------------------------
+
+
+def test_signature_has_every_aiokafka_keyword_with_its_default() -> None:
+    params = inspect.signature(AIOKafkaConsumer.__init__).parameters
+    names = list(params)
+    assert names[0] == "self"
+    assert params["topics"].kind is inspect.Parameter.VAR_POSITIONAL
+    keywords = {n: p for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    missing = set(AIOKAFKA_014_KEYWORDS) - set(keywords)
+    assert not missing, f"aiokafka keywords missing: {sorted(missing)}"
+    for name, default in AIOKAFKA_014_KEYWORDS.items():
+        if default is ...:
+            continue
+        assert keywords[name].default == default, name
+        assert type(keywords[name].default) is type(default), name
+    # Extra keywords are allowed only with a default (aiokafka code never passes them).
+    for name in set(keywords) - set(AIOKAFKA_014_KEYWORDS):
+        assert keywords[name].default is not inspect.Parameter.empty, name
+
+
+def test_aiokafka_keyword_order_is_kept() -> None:
+    params = [
+        n
+        for n, p in inspect.signature(AIOKafkaConsumer.__init__).parameters.items()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and n in AIOKAFKA_014_KEYWORDS
+    ]
+    assert params == list(AIOKAFKA_014_KEYWORDS)
+
+
+def test_client_id_default_is_ours() -> None:
+    default = inspect.signature(AIOKafkaConsumer.__init__).parameters["client_id"].default
+    assert default == f"rackafka-{rackafka.__version__}"
+
+
+def test_defaults_construct_without_a_running_loop() -> None:
+    consumer = make()
+    assert consumer.client_rack is None
+    assert consumer.assignment() == set()
+    assert consumer.subscription() == set()
+
+
+def test_every_keyword_accepts_its_aiokafka_default_explicitly() -> None:
+    kwargs = {k: v for k, v in AIOKAFKA_014_KEYWORDS.items() if v is not ... and k != "loop"}
+    kwargs["bootstrap_servers"] = BOOTSTRAP
+    make(**kwargs)
+
+
+def test_valid_non_default_values_are_accepted() -> None:
+    consumer = make(
+        bootstrap_servers=["127.0.0.1:9", "[::1]:9093", "localhost"],
+        client_id="me",
+        key_deserializer=bytes,
+        value_deserializer=lambda v: v,
+        fetch_max_wait_ms=0,
+        fetch_max_bytes=1,
+        fetch_min_bytes=0,
+        max_partition_fetch_bytes=1,
+        request_timeout_ms=1,
+        retry_backoff_ms=0,
+        auto_offset_reset="earliest",
+        check_crcs=False,
+        metadata_max_age_ms=1,
+        consumer_timeout_ms=0,
+        max_poll_records=1,
+        api_version="2.4.0",
+        exclude_internal_topics=False,
+        connections_max_idle_ms=1,
+        isolation_level="read_committed",
+        client_rack="az-a",
+    )
+    assert consumer.client_rack == "az-a"
+    make(auto_offset_reset="none", api_version="auto")
+
+
+def test_connections_max_idle_ms_none_disables_idle_checks() -> None:
+    # aiokafka: "Specifying None will disable idle checks".
+    make(connections_max_idle_ms=None)
+
+
+def test_loop_argument_is_deprecated_not_fatal() -> None:
+    # aiokafka 0.14 still accepts loop= with a DeprecationWarning.
+    import asyncio
+
+    loop = asyncio.new_event_loop()
+    try:
+        with pytest.warns(DeprecationWarning, match="loop"):
+            make(loop=loop)
+    finally:
+        loop.close()
+
+
+def test_group_keywords_without_group_are_ignored_like_aiokafka() -> None:
+    # Without group_id aiokafka ignores the group settings; code that passes them
+    # (enable_auto_commit=False is very common with assign()) must keep working.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        make(
+            enable_auto_commit=False,
+            auto_commit_interval_ms=1000,
+            max_poll_interval_ms=60000,
+            session_timeout_ms=30000,
+            heartbeat_interval_ms=1000,
+        )
+
+
+def test_constructor_topics() -> None:
+    consumer: AIOKafkaConsumer[Any, Any] = AIOKafkaConsumer("a", "b", bootstrap_servers=BOOTSTRAP)
+    assert consumer.subscription() == {"a", "b"}
+
+
+# -- bad values -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["smallest", "EARLIEST", "", None, 1])
+def test_bad_auto_offset_reset(value: Any) -> None:
+    msg = config_error(auto_offset_reset=value)
+    assert "auto_offset_reset" in msg
+    for allowed in ("earliest", "latest", "none"):
+        assert allowed in msg
+
+
+@pytest.mark.parametrize("value", ["committed", "READ_COMMITTED", 1, None])
+def test_bad_isolation_level(value: Any) -> None:
+    msg = config_error(isolation_level=value)
+    assert "isolation_level" in msg
+    assert "read_uncommitted" in msg and "read_committed" in msg
+
+
+POSITIVE = [
+    "fetch_max_bytes",
+    "max_partition_fetch_bytes",
+    "request_timeout_ms",
+    "metadata_max_age_ms",
+    "connections_max_idle_ms",
+    "auto_commit_interval_ms",
+    "max_poll_interval_ms",
+    "session_timeout_ms",
+    "heartbeat_interval_ms",
+    "max_poll_records",
+]
+NON_NEGATIVE = ["fetch_max_wait_ms", "fetch_min_bytes", "retry_backoff_ms", "consumer_timeout_ms"]
+
+
+@pytest.mark.parametrize("name", POSITIVE)
+@pytest.mark.parametrize("value", [0, -1])
+def test_positive_ints_refuse_zero_and_negative(name: str, value: int) -> None:
+    msg = config_error(**{name: value})
+    assert name in msg and str(value) in msg
+    assert "> 0" in msg
+
+
+@pytest.mark.parametrize("name", NON_NEGATIVE)
+def test_non_negative_ints_refuse_negative(name: str) -> None:
+    msg = config_error(**{name: -5})
+    assert name in msg and "-5" in msg and ">= 0" in msg
+    make(**{name: 0})
+
+
+@pytest.mark.parametrize("name", POSITIVE + NON_NEGATIVE)
+@pytest.mark.parametrize("value", ["100", 1.5, True])
+def test_ints_refuse_other_types(name: str, value: Any) -> None:
+    msg = config_error(**{name: value})
+    assert name in msg and "int" in msg
+
+
+@pytest.mark.parametrize(
+    "servers",
+    [
+        "",
+        " , ",
+        [],
+        "host:port",
+        "host:0",
+        "host:70000",
+        "[::1",
+        "[::1]x",
+        ":9092",
+        123,
+        [None],
+        ["127.0.0.1:9092", 5],
+        b"localhost:9092",
+    ],
+)
+def test_bad_bootstrap_servers(servers: Any) -> None:
+    msg = config_error(bootstrap_servers=servers)
+    assert "bootstrap_servers" in msg
+
+
+@pytest.mark.parametrize("name", ["key_deserializer", "value_deserializer"])
+@pytest.mark.parametrize("value", ["json", 1, b"x"])
+def test_non_callable_deserializers(name: str, value: Any) -> None:
+    msg = config_error(**{name: value})
+    assert name in msg and "callable" in msg
+
+
+@pytest.mark.parametrize("value", [1, b"az-a", ["az-a"]])
+def test_client_rack_must_be_a_string(value: Any) -> None:
+    msg = config_error(client_rack=value)
+    assert "client_rack" in msg and "str" in msg
+
+
+@pytest.mark.parametrize("value", [1, b"me"])
+def test_client_id_must_be_a_string(value: Any) -> None:
+    msg = config_error(client_id=value)
+    assert "client_id" in msg
+
+
+@pytest.mark.parametrize("value", ["latest", "x.y", 2])
+def test_bad_api_version(value: Any) -> None:
+    assert "api_version" in config_error(api_version=value)
+
+
+@pytest.mark.parametrize("topic", ["", 5, None])
+def test_bad_constructor_topics(topic: Any) -> None:
+    with pytest.raises(KafkaConfigurationError, match="topics"):
+        AIOKafkaConsumer(topic, bootstrap_servers=BOOTSTRAP)
+
+
+# -- not supported yet -------------------------------------------------------------------
+
+
+NOT_YET = [
+    ("group_id", "my-group"),
+    ("group_instance_id", "instance-1"),
+    ("partition_assignment_strategy", (object,)),
+    ("rebalance_timeout_ms", 10000),
+    ("security_protocol", "SSL"),
+    ("security_protocol", "SASL_SSL"),
+    ("ssl_context", object()),
+    ("sasl_mechanism", "SCRAM-SHA-256"),
+    ("sasl_plain_username", "alice"),
+    ("sasl_plain_password", "s3cr3t-pa55"),
+    ("sasl_kerberos_service_name", "other"),
+    ("sasl_kerberos_domain_name", "example.com"),
+    ("sasl_oauth_token_provider", object()),
+]
+
+
+@pytest.mark.parametrize(("name", "value"), NOT_YET, ids=[f"{n}={v!r}" for n, v in NOT_YET])
+def test_group_and_security_keywords_are_not_supported_yet(name: str, value: Any) -> None:
+    msg = config_error(**{name: value})
+    assert name in msg
+    assert "not supported yet" in msg
+
+
+def test_not_supported_message_does_not_leak_the_password() -> None:
+    msg = config_error(sasl_plain_password="s3cr3t-pa55")
+    assert "s3cr3t-pa55" not in msg
+
+
+def test_errors_are_kafka_errors() -> None:
+    # KafkaConfigurationError is aiokafka's configuration error (a KafkaError).
+    with pytest.raises(rackafka.errors.KafkaError):
+        make(fetch_max_bytes=0)
