@@ -917,10 +917,9 @@ class Fetcher:
         return node in self._cluster.brokers
 
     def _node_backing_off(self, node: int) -> bool:
-        return (
-            self._node_backoff_until.get(node, 0) > time.monotonic()
-            or self._client.is_backing_off(node)
-        )
+        return self._node_backoff_until.get(
+            node, 0
+        ) > time.monotonic() or self._client.is_backing_off(node)
 
     async def _connect(self, node: int) -> None:
         try:
@@ -945,7 +944,9 @@ class Fetcher:
     def _send_fetch(self, node: int, conn: Any, states: list[PartitionState]) -> None:
         version = conn.version(FETCH)
         if version < _RACK_AWARE_FETCH_VERSION and self.policy.note_old_broker(node):
-            log.warning(
+            # Only worth a warning for a consumer that asked for rack-aware reads.
+            log.log(
+                logging.WARNING if self.client_rack else logging.DEBUG,
                 "broker %d speaks Fetch up to v%d (< v11): it cannot name a closer replica, "
                 "so partitions it leads are read from it whatever client_rack says",
                 node,
@@ -1136,23 +1137,23 @@ class Fetcher:
         new_leader = None
         if code == _NOT_LEADER_OR_FOLLOWER:
             current = p.current_leader
-            if current is not None and current.leader_id >= 0:
-                # KIP-951: move the partition now, no metadata round trip.
-                if self._cluster.broker(current.leader_id) is not None and (
-                    self._cluster.update_leader(tp, current.leader_id, current.leader_epoch)
-                ):
-                    new_leader = current.leader_id
-                    log.debug(
-                        "%s-%d: new leader %d (epoch %d) from the fetch response",
-                        tp.topic,
-                        tp.partition,
-                        current.leader_id,
-                        current.leader_epoch,
-                    )
+            # KIP-951: move the partition now, no metadata round trip.
+            if (
+                current is not None
+                and current.leader_id >= 0
+                and self._cluster.broker(current.leader_id) is not None
+                and self._cluster.update_leader(tp, current.leader_id, current.leader_epoch)
+            ):
+                new_leader = current.leader_id
+                log.debug(
+                    "%s-%d: new leader %d (epoch %d) from the fetch response",
+                    tp.topic,
+                    tp.partition,
+                    current.leader_id,
+                    current.leader_epoch,
+                )
         leader = self._cluster.leader_for(tp)
-        outcome = self.policy.on_partition_error(
-            tp, code, node, leader, now, new_leader=new_leader
-        )
+        outcome = self.policy.on_partition_error(tp, code, node, leader, now, new_leader=new_leader)
         self._log_change(outcome.change)
         if outcome.refresh_metadata and new_leader is None:
             self._client.request_update()
@@ -1175,7 +1176,8 @@ class Fetcher:
                 self._drop_buffered(tp)
                 state.request_reset(strategy)
         elif outcome.action is FetchErrorAction.RAISE:
-            self._fail(state, for_code(code)(f"fetch of {tp.topic}-{tp.partition} from node {node}"))
+            error = for_code(code)(f"fetch of {tp.topic}-{tp.partition} from node {node}")
+            self._fail(state, error)
         elif outcome.action is FetchErrorAction.REFETCH_FROM_LEADER:
             log.debug(
                 "%s-%d: %s from read replica %d at offset %s; fetching it from the leader",
