@@ -21,6 +21,7 @@ from rackafka.consumer.fetcher import (
     FetchStats,
 )
 from rackafka.consumer.subscription import (
+    COMMITTED,
     EARLIEST,
     LATEST,
     NONE,
@@ -33,7 +34,14 @@ from rackafka.errors import (
     IllegalStateError,
     KafkaConfigurationError,
 )
-from rackafka.structs import ConsumerRecord, OffsetAndTimestamp, TopicPartition
+from rackafka.group.coordinator import GroupCoordinator
+from rackafka.group.strategy import resolve_assignors
+from rackafka.structs import (
+    ConsumerRecord,
+    OffsetAndMetadata,
+    OffsetAndTimestamp,
+    TopicPartition,
+)
 
 log = logging.getLogger("rackafka.consumer")
 
@@ -179,8 +187,6 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         if client_id is not None and not isinstance(client_id, str):
             raise KafkaConfigurationError(f"client_id must be a str, not {client_id!r}")
         for name, value, default in (
-            ("group_id", group_id, None),
-            ("group_instance_id", group_instance_id, None),
             ("ssl_context", ssl_context, None),
             ("security_protocol", security_protocol, "PLAINTEXT"),
             ("sasl_plain_password", sasl_plain_password, None),
@@ -188,13 +194,23 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             ("sasl_kerberos_service_name", sasl_kerberos_service_name, "kafka"),
             ("sasl_kerberos_domain_name", sasl_kerberos_domain_name, None),
             ("sasl_oauth_token_provider", sasl_oauth_token_provider, None),
-            ("rebalance_timeout_ms", rebalance_timeout_ms, None),
-            ("partition_assignment_strategy", partition_assignment_strategy, None),
         ):
             if value != default:
                 raise _not_yet(name, value)
         if sasl_mechanism != "PLAIN":
             raise _not_yet("sasl_mechanism", sasl_mechanism)
+        if group_id is not None and (not isinstance(group_id, str) or not group_id):
+            raise KafkaConfigurationError(f"group_id must be a non-empty str, not {group_id!r}")
+        if group_instance_id is not None:
+            if not isinstance(group_instance_id, str) or not group_instance_id:
+                raise KafkaConfigurationError(
+                    f"group_instance_id must be a non-empty str, not {group_instance_id!r}"
+                )
+            if group_id is None:
+                raise KafkaConfigurationError("group_instance_id needs a group_id")
+        if rebalance_timeout_ms is not None:
+            _positive("rebalance_timeout_ms", rebalance_timeout_ms)
+        assignors = resolve_assignors(partition_assignment_strategy)
         if auto_offset_reset not in _RESETS:
             raise KafkaConfigurationError(
                 f"auto_offset_reset must be one of 'earliest', 'latest', 'none', "
@@ -235,6 +251,11 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             ("heartbeat_interval_ms", heartbeat_interval_ms, False),
         ):
             _positive(name, value, zero=zero)
+        if group_id is not None and heartbeat_interval_ms >= session_timeout_ms:
+            raise KafkaConfigurationError(
+                f"heartbeat_interval_ms ({heartbeat_interval_ms}) must be lower than "
+                f"session_timeout_ms ({session_timeout_ms})"
+            )
         for name, fn in (
             ("key_deserializer", key_deserializer),
             ("value_deserializer", value_deserializer),
@@ -261,6 +282,24 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         self._max_poll_records = max_poll_records
         self._exclude_internal = exclude_internal_topics
         self._subs = SubscriptionState(auto_offset_reset)
+        self._group_id = group_id
+        if group_id is not None:
+            self._subs.initial_reset = COMMITTED
+        self._group_args: dict[str, Any] = {
+            "group_id": group_id,
+            "group_instance_id": group_instance_id,
+            "assignors": assignors,
+            "session_timeout_ms": session_timeout_ms,
+            "rebalance_timeout_ms": rebalance_timeout_ms or max_poll_interval_ms,
+            "heartbeat_interval_ms": heartbeat_interval_ms,
+            "max_poll_interval_ms": max_poll_interval_ms,
+            "retry_backoff_ms": retry_backoff_ms,
+            "enable_auto_commit": bool(enable_auto_commit),
+            "auto_commit_interval_ms": auto_commit_interval_ms,
+            "client_rack": client_rack,
+            "exclude_internal_topics": exclude_internal_topics,
+        }
+        self._coordinator: GroupCoordinator | None = None
         self._fetcher_args: dict[str, Any] = {
             "client_rack": client_rack,
             "fetch_min_bytes": fetch_min_bytes,
@@ -301,7 +340,19 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         self._fetcher = Fetcher(self._client, self._subs, **self._fetcher_args)
         self._client.cluster.add_listener(self._on_metadata)
         self._started = True
-        if self._subs.topics or self._pattern is not None:  # subscribe() before start()
+        if self._group_id is not None:
+            self._coordinator = GroupCoordinator(
+                self._client,
+                self._subs,
+                on_assignment=self._group_assigned,
+                listener=lambda: self._listener,
+                pattern=self._match_pattern,
+                **self._group_args,
+            )
+            self._fetcher.committed_lookup = self._coordinator.fetch_committed
+            if self._subs.topics or self._pattern is not None:
+                self._coordinator.start()
+        elif self._subs.topics or self._pattern is not None:  # subscribe() before start()
             self._client.add_topics(self._subs.topics)
             await self._client.refresh_metadata()
             self._update_subscribed_assignment(self._client.cluster)
@@ -312,6 +363,9 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         if self._closed:
             return
         self._closed = True
+        if self._coordinator is not None:
+            # Commits (auto commit) and leaves the group while positions are known.
+            await self._coordinator.close()
         if self._fetcher is not None:
             await self._fetcher.close()
             self._fetcher.data_ready.set()
@@ -408,7 +462,12 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             self._subs.topics = set(topics)
             self._client.want_all_topics(False)
             self._client.add_topics(topics)
-        if self._started:
+        if self._coordinator is not None:
+            self._match_pattern()
+            self._coordinator.request_rejoin()
+            self._coordinator.start()
+            self._client.request_update()
+        elif self._started:
             self._update_subscribed_assignment(self._client.cluster)
             self._client.request_update()
 
@@ -422,11 +481,27 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         self._pattern = None
         self._manual = False
         self._client.want_all_topics(False)
+        if self._coordinator is not None:
+            self._coordinator.request_rejoin()
         self._set_assignment(set())
 
     def _on_metadata(self, cluster: ClusterMetadata) -> None:
-        if self._subs.topics or self._pattern is not None:
+        if self._coordinator is None and (self._subs.topics or self._pattern is not None):
             self._update_subscribed_assignment(cluster)
+
+    def _match_pattern(self) -> None:
+        """With a pattern subscription: the matching topics become the subscription."""
+        if self._pattern is not None:
+            cluster = self._client.cluster
+            self._subs.topics = {
+                t for t in cluster.topics(self._exclude_internal) if self._pattern.fullmatch(t)
+            }
+
+    def _group_assigned(self, assigned: set[TopicPartition], added: set[TopicPartition]) -> None:
+        """The group coordinator's assignment (listeners are its business)."""
+        self._subs.assign(sorted(assigned))
+        if self._fetcher is not None:
+            self._fetcher.on_assignment()
 
     def _update_subscribed_assignment(self, cluster: ClusterMetadata) -> None:
         if self._manual:
@@ -522,30 +597,91 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         """Seek to the most recent available offset for partitions."""
         return await self._seek_to(partitions, LATEST)
 
+    def _group(self, what: str) -> GroupCoordinator:
+        self._check_running()
+        if self._coordinator is None:
+            raise IllegalOperation(f"{what} requires group_id")
+        return self._coordinator
+
     async def seek_to_committed(self, *partitions: TopicPartition) -> dict[TopicPartition, int]:
         """Seek to the committed offsets of ``group_id``.
 
+        Partitions without a committed offset get ``auto_offset_reset``.
+
+        Arguments:
+            *partitions: the partitions; all assigned ones when none given.
+
+        Returns:
+            the committed offset of each partition that has one.
+
         Raises:
-            IllegalOperation: always in this release: committed offsets need a
-                ``group_id``, and consumer groups are not supported yet.
+            IllegalOperation: the consumer has no ``group_id``.
+            IllegalStateError: a partition is not assigned.
         """
-        raise IllegalOperation("seek_to_committed() requires group_id (not supported yet)")
+        group = self._group("seek_to_committed()")
+        tps = list(partitions) or sorted(self._subs.assigned())
+        for tp in tps:
+            self._state(tp)
+        found = await group.fetch_committed(tps)
+        out = {}
+        fetcher = self._fetcher
+        assert fetcher is not None
+        for tp in tps:
+            meta = found.get(tp)
+            if meta is not None and meta.offset >= 0:
+                fetcher.seek(tp, meta.offset)
+                out[tp] = meta.offset
+            else:
+                fetcher.request_reset([tp], self._subs.default_reset)
+        return out
 
     async def commit(self, offsets: Any = None) -> None:
         """Commit offsets to the group coordinator.
 
+        Arguments:
+            offsets: a dict of :class:`TopicPartition` to an offset (int),
+                an :class:`OffsetAndMetadata` or an ``(offset, metadata)``
+                tuple.  Default: the positions of all assigned partitions
+                (the offsets after the records consumed so far).  The leader
+                epoch of the last consumed record goes with each offset.
+
         Raises:
-            IllegalOperation: always in this release (needs ``group_id``).
+            IllegalOperation: the consumer has no ``group_id``.
+            CommitFailedError: the group rebalanced; the partitions may belong
+                to another member now.
+            ValueError: ``offsets`` is malformed.
         """
-        raise IllegalOperation("commit() requires group_id (not supported yet)")
+        group = self._group("commit()")
+        if offsets is None:
+            to_commit = group.consumed_offsets()
+        else:
+            if not isinstance(offsets, dict):
+                raise ValueError(f"offsets must be a dict, not {type(offsets).__name__}")
+            to_commit = {}
+            for tp, value in offsets.items():
+                if not isinstance(tp, TopicPartition):
+                    raise ValueError(f"offsets keys must be TopicPartition, not {tp!r}")
+                if isinstance(value, int) and not isinstance(value, bool):
+                    meta = OffsetAndMetadata(value, "")
+                elif isinstance(value, tuple) and len(value) == 2:
+                    meta = OffsetAndMetadata(int(value[0]), str(value[1] or ""))
+                else:
+                    raise ValueError(f"offset for {tp} must be an int or OffsetAndMetadata")
+                if meta.offset < 0:
+                    raise ValueError(f"offset for {tp} must be >= 0, not {meta.offset}")
+                to_commit[tp] = meta
+        if to_commit:
+            await group.commit(to_commit)
 
     async def committed(self, partition: TopicPartition) -> int | None:
-        """The last committed offset of ``partition``.
+        """The last committed offset of ``partition`` (``None`` when there is none).
 
         Raises:
-            IllegalOperation: always in this release (needs ``group_id``).
+            IllegalOperation: the consumer has no ``group_id``.
         """
-        raise IllegalOperation("committed() requires group_id (not supported yet)")
+        group = self._group("committed()")
+        meta = (await group.fetch_committed([partition])).get(partition)
+        return meta.offset if meta is not None else None
 
     async def position(self, partition: TopicPartition) -> int:
         """The offset of the next record that will be fetched from ``partition``.
@@ -695,6 +831,8 @@ class AIOKafkaConsumer(Generic[KT, VT]):
                 every call until the user seeks past it).
         """
         fetcher = self._check_running()
+        if self._coordinator is not None:
+            self._coordinator.polled()
         if max_records is not None:
             if isinstance(max_records, bool) or not isinstance(max_records, int) or max_records < 1:
                 raise ValueError("`max_records` must be a positive Integer")  # as aiokafka
@@ -728,6 +866,8 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             ConsumerStoppedError: the consumer was stopped.
         """
         fetcher = self._check_running()
+        if self._coordinator is not None:
+            self._coordinator.polled()
         wanted = set(partitions) if partitions else None
         while True:
             fetcher.raise_pending_errors(wanted)

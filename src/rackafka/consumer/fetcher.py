@@ -20,7 +20,7 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -36,6 +36,7 @@ from rackafka.consumer.fetch_session import (
 )
 from rackafka.consumer.routing import FetchErrorAction, ReadReplicaPolicy, RoutingChange
 from rackafka.consumer.subscription import (
+    COMMITTED,
     NONE,
     RESET_TIMESTAMPS,
     PartitionState,
@@ -65,6 +66,7 @@ READ_COMMITTED = 1
 _RACK_AWARE_FETCH_VERSION = 11
 _TOPIC_ID_FETCH_VERSION = 13
 _NOT_LEADER_OR_FOLLOWER = 6
+_COMMITTED_LOOKUP = -100  # key of the committed-offsets lookup among the per-leader lookups
 
 
 @dataclass
@@ -238,6 +240,8 @@ class Fetcher:
         self._stats = FetchStats(client_rack)
         self._factories: dict[TopicPartition, Callable[..., Any]] = {}
         self._wakeup = asyncio.Event()
+        #: Looks up committed offsets (set by the consumer when it has a group_id).
+        self.committed_lookup: Callable[[list[TopicPartition]], Awaitable[Any]] | None = None
         self._errors_pending = False
         self.data_ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -657,10 +661,17 @@ class Fetcher:
         deadline = now + self._idle
         resets: dict[int, dict[TopicPartition, str]] = {}
         validations: dict[int, list[PartitionState]] = {}
+        committed: list[TopicPartition] = []
         for state in self._subs.states():
             tp = state.tp
             if tp in self._lookup_tps:
                 continue
+            if state.reset == COMMITTED:
+                if self.committed_lookup is None:
+                    state.request_reset(self._subs.default_reset)
+                else:
+                    committed.append(tp)
+                    continue
             wants_reset = state.reset is not None and state.reset != NONE
             if state.reset == NONE and state.error is None:
                 # No position and auto_offset_reset="none" (aiokafka raises this too).
@@ -685,6 +696,9 @@ class Fetcher:
                 resets.setdefault(leader, {})[tp] = state.reset  # type: ignore[assignment]
             else:
                 validations.setdefault(leader, []).append(state)
+        if committed and _COMMITTED_LOOKUP not in self._lookups:
+            self._lookup_tps.update(committed)
+            self._lookups[_COMMITTED_LOOKUP] = asyncio.ensure_future(self._committed(committed))
         for leader, tps in resets.items():
             if leader not in self._lookups:
                 self._lookup_tps.update(tps)
@@ -699,6 +713,29 @@ class Fetcher:
         self._lookups.pop(leader, None)
         self._lookup_tps.difference_update(tps)
         self.wakeup()
+
+    async def _committed(self, tps: list[TopicPartition]) -> None:
+        """Positions from the group's committed offsets, else ``auto_offset_reset``."""
+        assert self.committed_lookup is not None
+        try:
+            found = await self.committed_lookup(tps)
+            for tp in tps:
+                state = self._subs.state(tp)
+                if state is None or state.reset != COMMITTED:
+                    continue
+                meta = found.get(tp)
+                if meta is not None and meta.offset >= 0:
+                    log.debug(
+                        "%s-%d starts at committed offset %d", tp.topic, tp.partition, meta.offset
+                    )
+                    state.set_position(meta.offset)
+                else:
+                    state.request_reset(self._subs.default_reset)
+        except KafkaError as exc:
+            log.debug("committed offsets lookup failed: %s", exc)
+            await asyncio.sleep(self._backoff)
+        finally:
+            self._lookup_done(_COMMITTED_LOOKUP, tps)
 
     async def _reset(self, leader: int, tps: dict[TopicPartition, str]) -> None:
         try:

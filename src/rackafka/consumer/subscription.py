@@ -11,6 +11,8 @@ from rackafka.structs import TopicPartition
 EARLIEST = "earliest"
 LATEST = "latest"
 NONE = "none"
+#: Start from the group's committed offset, else from ``auto_offset_reset``.
+COMMITTED = "committed"
 #: ListOffsets timestamps of the reset strategies.
 RESET_TIMESTAMPS = {EARLIEST: -2, LATEST: -1}
 
@@ -76,6 +78,8 @@ class SubscriptionState:
 
     def __init__(self, default_reset: str) -> None:
         self.default_reset = default_reset
+        #: Where newly assigned partitions start: ``COMMITTED`` with a group_id.
+        self.initial_reset = default_reset
         self._states: dict[TopicPartition, PartitionState] = {}
         #: Bumped on every assignment change so the fetcher notices.
         self.version = 0
@@ -90,7 +94,7 @@ class SubscriptionState:
             state = self._states.get(tp)
             if state is None:
                 state = PartitionState(tp)
-                state.request_reset(self.default_reset)
+                state.request_reset(self.initial_reset)
             new[tp] = state
         self._states = new
         self.version += 1

@@ -288,6 +288,8 @@ class Connection:
         except asyncio.TimeoutError:
             exc = KafkaTimeoutError(f"{what} to {self} got no response within {t:.3g} s")
             self.close(exc)
+            if fut.done() and not fut.cancelled():
+                fut.exception()  # retrieved: the caller gets ``exc`` instead
             raise exc from None
         finally:
             if not fut.done():

@@ -58,6 +58,17 @@ class EmbeddedClusterError(RuntimeError):
         self.code = code
 
 
+#: Group API versions the mock's handlers parse correctly (it advertises more): JoinGroup,
+#: SyncGroup, Heartbeat, LeaveGroup.  Read from librdkafka 2.16's mock handlers, which
+#: read array counts as int32 in flexible versions and LeaveGroup in its v0-2 layout.
+MOCK_PARSED_GROUP_VERSIONS: dict[int, tuple[int, int]] = {
+    11: (0, 5),
+    14: (0, 3),
+    12: (0, 3),
+    13: (0, 2),
+}
+
+
 @dataclass(frozen=True)
 class BrokerInfo:
     """One broker of a test cluster.
@@ -499,6 +510,11 @@ class EmbeddedCluster(_ClientMixin):
                     handles.mc,
                     self._rebalance_delay_ms,
                 )
+                # The mock advertises group API versions its handlers do not parse
+                # (flexible array counts, LeaveGroup v3+ member batches): advertise only
+                # the ones they do, as an older broker would.
+                for key, (lo, hi) in MOCK_PARSED_GROUP_VERSIONS.items():
+                    self._call("rd_kafka_mock_set_apiversion", handles.mc, key, lo, hi)
                 handles.clients = ClientPool(self._bootstrap)
             except BaseException:
                 self._state = "closed"
