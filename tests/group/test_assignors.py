@@ -10,6 +10,8 @@ that rackafka does at least as well as the mismatch count Kafka's tests expect.
 from __future__ import annotations
 
 import itertools
+import os
+import random
 import struct
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -43,8 +45,9 @@ from rackafka.structs import TopicPartition
 TP = TopicPartition
 
 Assignment = Mapping[str, Sequence[TP]]
+# ASSIGNOR_EXAMPLES raises the number of examples, for a longer search.
 PROPS = settings(
-    max_examples=int(__import__("os").environ.get("ASSIGNOR_EXAMPLES", "60")),
+    max_examples=int(os.environ.get("ASSIGNOR_EXAMPLES", "60")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
@@ -836,6 +839,45 @@ def test_edge_inputs(cls: type[PartitionAssignor]) -> None:
     result = cls().assign(data)
     check_valid(data, result)
     assert sorted(loads(result).values()) == [0, 0, 1, 1]
+
+
+@pytest.mark.parametrize("same_topics", [True, False])
+def test_larger_group(same_topics: bool) -> None:
+    # 40 topics of 24 partitions, 30 members on 3 racks, replication 2 on 9 brokers.
+    rng = random.Random(7)
+    parts = {
+        f"topic{i:02d}": [PartitionReplicas(p, rng.sample(range(9), 2)) for p in range(24)]
+        for i in range(40)
+    }
+    names = sorted(parts)
+    members = [
+        MemberSubscription(
+            f"member{i:02d}",
+            names if same_topics else rng.sample(names, rng.randint(1, 40)),
+            rack_id="abc"[i % 3],
+        )
+        for i in range(30)
+    ]
+    data = AssignmentInput(parts, {b: "abc"[b % 3] for b in range(9)}, members)
+    plain_data = strip_member_racks(data)
+    first = StickyPartitionAssignor().assign(data)
+    plain = StickyPartitionAssignor().assign(plain_data)
+    for input_, result in ((data, first), (plain_data, plain)):
+        check_valid(input_, result)
+        assert improving_chain(input_, result) is None
+    assert matched(data, first) >= matched(data, plain)
+    # Three members leave: the others keep what they had when racks play no part
+    # and the quota grows (identical subscriptions).
+    survivors = with_owned(plain_data, plain)
+    survivors = AssignmentInput(parts, data.broker_racks, survivors.members[:-3])
+    second = StickyPartitionAssignor().assign(survivors)
+    check_valid(survivors, second)
+    assert improving_chain(survivors, second) is None
+    if same_topics:
+        assert kept(survivors, second) == sum(len(plain[m.member_id]) for m in survivors.members)
+    ranges = RangePartitionAssignor().assign(data)
+    check_valid(data, ranges)
+    assert_range_shape(data, ranges, RangePartitionAssignor().assign(plain_data))
 
 
 def test_from_cluster() -> None:

@@ -134,7 +134,7 @@ class MinCostFlow:
             return False
         for v in range(n):
             dv = dist[v]
-            pot[v] += dv if dv is not None else reach
+            pot[v] += dv if (dv is not None and done[v]) else reach
         return True
 
     def _levels(self, source: int, sink: int, pot: list[int]) -> list[int]:

@@ -15,10 +15,10 @@ order Kafka gives them):
    Kafka.
 3. **Stickiness.** As many owned partitions as possible stay with their owner.
 
-Without racks, identical subscriptions give Kafka's result exactly (owned
-partitions kept up to the quota, the rest dealt round robin). Different
-subscriptions are balanced exactly where Kafka's general algorithm is
-best-effort.
+Without racks, identical subscriptions give Kafka's result (owned partitions
+kept up to the quota, the rest dealt round robin; members are taken by member
+id where Kafka's order depends on hashing). Different subscriptions are
+balanced exactly where Kafka's general algorithm is best-effort.
 
 Ownership comes from each member's owned partitions and generation: a
 partition claimed by several members goes to the claim of the highest
