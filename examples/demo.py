@@ -1,4 +1,4 @@
-"""rackafka demo: read a topic from the closest replica, and prove nothing was lost.
+"""rackafka demo: read from the closest replica, alone and as a group, and lose nothing.
 
 ``make demo`` runs this file. It starts an embedded Kafka cluster of three brokers in three
 racks (``az-a``, ``az-b``, ``az-c``, one broker each), creates a topic whose partition leaders
@@ -10,17 +10,31 @@ rackafka's ``AIOKafkaConsumer`` from a consumer that runs in rack ``az-b``:
 2. with ``client_rack="az-b"``: the leaders name the ``az-b`` replica as the preferred read
    replica (KIP-392), and every byte is served from ``az-b``.
 
+Then comes a 3-rack consumer group reading only from its own racks:
+
+3. a second topic with replication factor 2, so that each partition has replicas in only two
+   of the three racks, is read by three consumers in one group (``group_id``), one per rack
+   (``client_rack`` ``az-a``, ``az-b``, ``az-c``), with a rack-aware
+   ``partition_assignment_strategy`` (``--strategy``: ``cooperative-sticky`` by default,
+   ``range`` or ``sticky``). The assignor gives each member only partitions that have a
+   replica in its rack (KIP-881), and each member then reads them there (KIP-392).
+
 The embedded brokers (librdkafka's mock brokers) have no replica selector of their own;
 ``EmbeddedCluster.emulate_rack_aware_selector`` makes them answer as Kafka's
 ``RackAwareReplicaSelector`` does for the given client rack (no hint at all for a consumer
-without ``client_rack``).
+without ``client_rack``). They name one replica per partition to every client, so for the
+group the demo names, once the assignment is known, the replica in the rack of each
+partition's owner: what ``RackAwareReplicaSelector`` answers that member.
 
 For each run the demo prints the share of record bytes served from the consumer's rack and
 from other racks (from ``consumer.fetch_stats()``), the records per second, and whether every
 produced record arrived exactly once: each ``(partition, offset)`` the producer got an
-acknowledgement for must be received once, with the value that was written to it. It exits
-with status 1 when a record is missing or duplicated, or when the ``client_rack`` run read
-anything from another rack.
+acknowledgement for must be received once, with the value that was written to it. For the
+group it prints each member's rack, partitions, bytes from its own rack and from other racks,
+and records, and checks that every record reached exactly one member once. It exits with
+status 1 when a record is missing or duplicated, when the ``client_rack`` run or a group
+member read anything from another rack, or when a member owned a partition with no replica
+in its rack.
 
 Run ``python examples/demo.py --help`` for the options.
 """
@@ -29,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import sys
 import time
@@ -36,11 +51,18 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from rackafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
+from rackafka import AIOKafkaConsumer, ConsumerRebalanceListener, ConsumerRecord, TopicPartition
+from rackafka.group.assignors import (
+    AssignmentInput,
+    MemberSubscription,
+    PartitionReplicas,
+    assignor_for_name,
+)
 from rackafka.testing import (
     ConfluentKafkaMissingError,
     EmbeddedCluster,
     LibrdkafkaNotFoundError,
+    PartitionInfo,
     default_value,
 )
 
@@ -54,6 +76,24 @@ BATCH_BYTES = 1_000_000
 MAX_PARTITION_BYTES = 4_500_000
 # Bytes a record takes in a record batch besides its value (length, attributes, deltas, ...).
 _RECORD_OVERHEAD = 12
+
+GROUP_ID = "demo-group"
+GROUP_TOPIC = "demo-group-events"
+GROUP_LABEL = "3-rack group"
+GROUP_PARTITIONS = 12
+# Two replicas over three racks: no rack holds every partition, so which member owns which
+# partition decides whether it can be read in the member's own rack (KIP-881).
+GROUP_REPLICATION = 2
+# The rack-aware assignors (KIP-881); roundrobin is not one.
+GROUP_STRATEGIES = ("range", "sticky", "cooperative-sticky")
+DEFAULT_STRATEGY = "cooperative-sticky"
+# The group has settled when every partition has one owner, every member owns some, and no
+# member's assignment has changed for this long.
+SETTLE_SECONDS = 1.0
+# How long the coordinator waits for more members before a new group's first assignment
+# (Kafka's group.initial.rebalance.delay.ms, 3 s by default): the three members start
+# together and should all be in the first one.
+INITIAL_REBALANCE_DELAY_MS = 500
 
 
 @dataclass
@@ -127,6 +167,107 @@ class RunResult:
 
 
 @dataclass
+class MemberResult:
+    """One member of the demo's consumer group.
+
+    Attributes:
+        client_rack: the member's ``client_rack`` (the rack it runs in).
+        partitions: the partitions of the group topic it owned while the records were read.
+        aligned: how many of them have a replica in ``client_rack``.
+        bytes_by_rack: record bytes served per broker rack (``fetch_stats().racks``).
+        records: records it received, duplicates included.
+    """
+
+    client_rack: str
+    partitions: list[int]
+    aligned: int = 0
+    bytes_by_rack: dict[str | None, int] = field(default_factory=dict)
+    records: int = 0
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(self.bytes_by_rack.values())
+
+    @property
+    def same_rack_bytes(self) -> int:
+        return self.bytes_by_rack.get(self.client_rack, 0)
+
+    @property
+    def cross_rack_bytes(self) -> int:
+        return self.total_bytes - self.same_rack_bytes
+
+
+@dataclass
+class GroupResult:
+    """What the demo's 3-rack consumer group did.
+
+    Attributes:
+        strategy: the members' ``partition_assignment_strategy``.
+        partitions: partitions of the group's topic.
+        replica_racks: partition -> the racks of its replicas.
+        settle_seconds: from starting the members to a settled assignment.
+        unaware_misplaced: partitions that the same assignor, given no racks, would give to
+            a member with no replica in its rack (what rack-aware assignment avoids).
+        members: one per rack, in rack order.
+        total: all members' records checked together: each acknowledged record must
+            have reached exactly one member, once.
+        stable: no member's assignment changed while the records were read.
+    """
+
+    strategy: str
+    partitions: int
+    replica_racks: dict[int, tuple[str, ...]]
+    settle_seconds: float
+    unaware_misplaced: int
+    members: list[MemberResult]
+    total: RunResult
+    stable: bool = True
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(m.total_bytes for m in self.members)
+
+    @property
+    def cross_rack_bytes(self) -> int:
+        return sum(m.cross_rack_bytes for m in self.members)
+
+    @property
+    def same_rack_bytes(self) -> int:
+        return sum(m.same_rack_bytes for m in self.members)
+
+    def failures(self) -> list[str]:
+        """Why the group part failed; empty when every check passed."""
+        problems: list[str] = []
+        if not self.total.exactly_once:
+            problems.append(_not_exactly_once(self.total))
+        owners = Counter(p for m in self.members for p in m.partitions)
+        unowned = [p for p in range(self.partitions) if p not in owners]
+        shared = sorted(p for p, n in owners.items() if n > 1)
+        if unowned or shared:
+            problems.append(
+                f"{GROUP_LABEL}: partitions without an owner {unowned}, with several {shared}"
+            )
+        for m in self.members:
+            if not m.partitions:
+                problems.append(f"{GROUP_LABEL}: the member in {m.client_rack} owned nothing")
+            elif m.aligned != len(m.partitions):
+                problems.append(
+                    f"{GROUP_LABEL}: the member in {m.client_rack} owned "
+                    f"{len(m.partitions) - m.aligned} partitions with no replica in its rack"
+                )
+            if m.cross_rack_bytes:
+                problems.append(
+                    f"{GROUP_LABEL}: {m.cross_rack_bytes:,} bytes came from other racks than "
+                    f"{m.client_rack} to the member there"
+                )
+        if not self.stable:
+            problems.append(f"{GROUP_LABEL}: the assignment changed while the records were read")
+        if self.total_bytes == 0:
+            problems.append(f"{GROUP_LABEL}: no record bytes were counted at all")
+        return problems
+
+
+@dataclass
 class DemoReport:
     """Everything the demo measured.
 
@@ -137,6 +278,7 @@ class DemoReport:
         brokers: broker id -> rack.
         leaders_by_rack: rack -> number of partitions its broker leads.
         runs: the consumer runs, without and with ``client_rack``.
+        group: the 3-rack consumer group (None when it was not run).
     """
 
     records: int
@@ -145,17 +287,14 @@ class DemoReport:
     brokers: dict[int, str | None]
     leaders_by_rack: dict[str | None, int]
     runs: list[RunResult]
+    group: GroupResult | None = None
 
     def failures(self) -> list[str]:
         """Why the demo failed; empty when every check passed."""
         problems: list[str] = []
         for run in self.runs:
             if not run.exactly_once:
-                problems.append(
-                    f"{run.label}: not exactly once (expected {run.expected:,}, received "
-                    f"{run.received:,}, duplicates {run.duplicates:,}, missing {run.missing:,}, "
-                    f"unexpected {run.unexpected:,}, wrong values {run.bad_values:,})"
-                )
+                problems.append(_not_exactly_once(run))
             if run.client_rack is not None and run.cross_rack_bytes != 0:
                 problems.append(
                     f"{run.label}: {run.cross_rack_bytes:,} bytes came from other racks "
@@ -163,11 +302,21 @@ class DemoReport:
                 )
             if run.client_rack is not None and run.total_bytes == 0:
                 problems.append(f"{run.label}: no record bytes were counted at all")
+        if self.group is not None:
+            problems += self.group.failures()
         return problems
 
     @property
     def ok(self) -> bool:
         return not self.failures()
+
+
+def _not_exactly_once(run: RunResult) -> str:
+    return (
+        f"{run.label}: not exactly once (expected {run.expected:,}, received "
+        f"{run.received:,}, duplicates {run.duplicates:,}, missing {run.missing:,}, "
+        f"unexpected {run.unexpected:,}, wrong values {run.bad_values:,})"
+    )
 
 
 def _value_index(value: bytes | None) -> int:
@@ -248,9 +397,29 @@ async def consume_all(
         stats = consumer.fetch_stats()
     result.bytes_by_rack = {rack: c.bytes for rack, c in stats.racks.items()}
     result.fetch_requests = dict(cluster.request_counts("Fetch"))
+    _tally(result, partitions, expected_offsets, offsets, values)
+    return result
 
+
+def _tally(
+    result: RunResult,
+    partitions: int,
+    expected_offsets: dict[int, tuple[int, int]],
+    offsets: dict[int, list[int]],
+    values: dict[int, list[bytes | None]],
+) -> None:
+    """Count what arrived against what was acknowledged, into ``result``.
+
+    Arguments:
+        result: where the counts go (``received`` ... ``bad_values``).
+        partitions: the topic's partition count.
+        expected_offsets: partition -> (first, last) offset the producer got acknowledged.
+        offsets: partition -> the offsets received, in arrival order, duplicates included.
+        values: partition -> the values received, in the same order.
+    """
     indices: list[int] = []
-    for p, got in offsets.items():
+    for p in sorted(set(expected_offsets) | set(offsets)):
+        got = offsets.get(p, [])
         first, last = expected_offsets.get(p, (0, -1))
         unique = set(got)
         result.received += len(got)
@@ -260,7 +429,7 @@ async def consume_all(
         # Record i was written to partition i % partitions with default_value(i): a value
         # read from the wrong partition, garbled, or delivered twice shows up here.
         seen: dict[int, int] = {}
-        for offset, value in zip(got, values[p]):
+        for offset, value in zip(got, values.get(p, [])):
             index = _value_index(value)
             if index < 0 or index % partitions != p:
                 result.bad_values += 1
@@ -273,7 +442,245 @@ async def consume_all(
     # above; this catches one value stored at two positions).
     result.bad_values += len(indices) - len(set(indices))
     result.duplicates = result.received - result.unique
-    return result
+
+
+class _AssignmentWatch(ConsumerRebalanceListener):
+    """A rebalance listener that notes when its member's assignment last changed."""
+
+    def __init__(self) -> None:
+        self.changes = 0
+        self.last_change = time.monotonic()
+
+    def _changed(self) -> None:
+        self.changes += 1
+        self.last_change = time.monotonic()
+
+    def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        self._changed()
+
+    def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        self._changed()
+
+
+def _rack_unaware_misplaced(
+    strategy: str, infos: Sequence[PartitionInfo], broker_racks: dict[int, str | None]
+) -> int:
+    """Partitions the assignor, given no racks, gives to a member with no replica in its rack.
+
+    Computed for a new group of one member per rack (member ids in rack order), with
+    rackafka's own assignor and the racks left out of the members' subscriptions.
+    """
+    member_rack = {f"member-{i}": rack for i, rack in enumerate(RACKS)}
+    data = AssignmentInput(
+        {GROUP_TOPIC: [PartitionReplicas(i.partition, i.replicas) for i in infos]},
+        broker_racks,
+        [MemberSubscription(member, [GROUP_TOPIC]) for member in member_rack],
+    )
+    replicas = {i.partition: i.replicas for i in infos}
+    return sum(
+        1
+        for member, tps in assignor_for_name(strategy).assign(data).items()
+        for tp in tps
+        if member_rack[member] not in {broker_racks.get(r) for r in replicas[tp.partition]}
+    )
+
+
+async def run_group_demo(
+    cluster: EmbeddedCluster,
+    records: int,
+    partitions: int = GROUP_PARTITIONS,
+    *,
+    strategy: str = DEFAULT_STRATEGY,
+    echo: Callable[[str], None] | None = None,
+    timeout: float = 30.0,
+    quiet_ms: int = 300,
+) -> GroupResult:
+    """Read a topic with a consumer group of one member per rack, and check what arrived.
+
+    Creates ``demo-group-events`` with replication factor 2 (each partition has replicas
+    in two of the three racks), starts three consumers in group ``demo-group`` with
+    ``client_rack`` az-a, az-b and az-c, waits until the group has settled, makes each
+    partition's leader name the replica in its owner's rack, produces ``records`` records
+    and reads them all across the group. It ends any
+    :meth:`~rackafka.testing.EmbeddedCluster.emulate_rack_aware_selector` in force, and sets
+    the coordinator's initial rebalance delay to 500 ms.
+
+    Arguments:
+        cluster: the running 3-rack cluster (``demo-group-events`` must not exist yet).
+        records: records to produce (of 100 bytes each).
+        partitions: partitions of the group's topic.
+        strategy: the members' ``partition_assignment_strategy``.
+        echo: called with progress lines (default: silent).
+        timeout: give up waiting for the group to settle, and for the records, after
+            this many seconds each.
+        quiet_ms: after the last expected record, keep polling this long for extra records.
+    """
+    say = echo or (lambda _line: None)
+    # End the single-rack emulation of the runs above: here each partition gets the hint
+    # for its own owner's rack, set below.
+    cluster.clear_preferred_read_replicas()
+    cluster.set_group_initial_rebalance_delay(INITIAL_REBALANCE_DELAY_MS)
+    infos = cluster.create_topic(
+        GROUP_TOPIC, partitions=partitions, replication_factor=GROUP_REPLICATION
+    )
+    broker_racks = {b.node_id: b.rack for b in cluster.brokers.values()}
+    replica_racks = {
+        i.partition: tuple(sorted({r for b in i.replicas if (r := broker_racks.get(b))}))
+        for i in infos
+    }
+    say(
+        f"topic     {GROUP_TOPIC}: {partitions} partitions, replication factor "
+        f"{GROUP_REPLICATION} (replicas in 2 of the 3 racks)"
+    )
+    watches = [_AssignmentWatch() for _rack in RACKS]
+    members: list[AIOKafkaConsumer[bytes, bytes]] = [
+        AIOKafkaConsumer(
+            bootstrap_servers=cluster.bootstrap_servers,
+            client_id=f"rackafka-demo-group-{rack}",
+            group_id=GROUP_ID,
+            client_rack=rack,
+            partition_assignment_strategy=strategy,
+            auto_offset_reset="earliest",
+            # Short heartbeats and session: a member that joins late is noticed at once,
+            # and the embedded coordinator waits (session timeout - 1 s) for the others.
+            heartbeat_interval_ms=200,
+            session_timeout_ms=3000,
+        )
+        for rack in RACKS
+    ]
+    for member, watch in zip(members, watches):
+        member.subscribe([GROUP_TOPIC], listener=watch)
+    say(
+        f"group     {GROUP_ID}: one consumer per rack (client_rack {', '.join(RACKS)}),\n"
+        f'          partition_assignment_strategy="{strategy}" ...'
+    )
+    started = time.monotonic()
+    await asyncio.gather(*(m.start() for m in members))
+    try:
+
+        def settled() -> bool:
+            owned = [tp for m in members for tp in m.assignment()]
+            return (
+                all(m.assignment() for m in members)
+                and len(owned) == len(set(owned)) == partitions
+                and time.monotonic() - max(w.last_change for w in watches) >= SETTLE_SECONDS
+            )
+
+        while not settled() and time.monotonic() - started < timeout:
+            await asyncio.sleep(0.05)
+        settle_seconds = max(0.0, max(w.last_change for w in watches) - started)
+        owned = [sorted(tp.partition for tp in m.assignment()) for m in members]
+        unaware = _rack_unaware_misplaced(strategy, infos, broker_racks)
+        say(
+            f"assigned  in {settle_seconds:.1f} s (without racks, {strategy} would give {unaware} "
+            f"of the {partitions} partitions\n          to a member with no replica in its rack)"
+        )
+        # Kafka's RackAwareReplicaSelector picks, per Fetch, the replica in the fetching
+        # consumer's rack; the embedded brokers name one replica per partition, whatever
+        # the rack, so name the one in the rack of the partition's owner.
+        owner_rack = {p: rack for rack, ps in zip(RACKS, owned) for p in ps}
+        for info in infos:
+            local = next(
+                (b for b in info.replicas if broker_racks.get(b) == owner_rack.get(info.partition)),
+                None,
+            )
+            cluster.set_preferred_read_replica(
+                GROUP_TOPIC, info.partition, None if local in (None, info.leader) else local
+            )
+        say(
+            "selector  leaders name the replica in each owner's rack "
+            "(stands in for Kafka's RackAwareReplicaSelector)"
+        )
+        changes = [w.changes for w in watches]
+        produced = await cluster.aproduce(
+            GROUP_TOPIC, records, value_size=VALUE_SIZE, partition="spread", batch_size=BATCH_BYTES
+        )
+        expected = {
+            p: (produced.first_offsets[p], produced.last_offsets[p]) for p in produced.counts
+        }
+        say(f"produced  {produced.count:,} records; the group reads them ...")
+
+        offsets: list[dict[int, list[int]]] = [{} for _m in members]
+        values: list[dict[int, list[bytes | None]]] = [{} for _m in members]
+        remaining = {p for p, (first, last) in expected.items() if last >= first}
+        last_wanted = {p: last for p, (_first, last) in expected.items()}
+        all_in = asyncio.Event()
+        stop = asyncio.Event()
+        if not remaining:
+            all_in.set()
+
+        async def drain(i: int) -> None:
+            while not stop.is_set():
+                batch = await members[i].getmany(timeout_ms=100)
+                for tp, recs in batch.items():
+                    p = tp.partition
+                    offsets[i].setdefault(p, []).extend([r.offset for r in recs])
+                    values[i].setdefault(p, []).extend([r.value for r in recs])
+                    if p in remaining and recs[-1].offset >= last_wanted[p]:
+                        remaining.discard(p)
+                        if not remaining:
+                            all_in.set()
+
+        tasks = [asyncio.ensure_future(drain(i)) for i in range(len(members))]
+        try:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(all_in.wait(), timeout)
+            await asyncio.sleep(quiet_ms / 1000)  # duplicates would arrive now
+        finally:
+            stop.set()
+            await asyncio.gather(*tasks)
+        stats = [m.fetch_stats() for m in members]
+        stable = [w.changes for w in watches] == changes and owned == [
+            sorted(tp.partition for tp in m.assignment()) for m in members
+        ]
+    finally:
+        await asyncio.gather(*(m.stop() for m in members))
+
+    total = RunResult(GROUP_LABEL, None, "", produced.count)
+    _tally(
+        total,
+        partitions,
+        expected,
+        {p: [o for got in offsets for o in got.get(p, [])] for p in range(partitions)},
+        {p: [v for got in values for v in got.get(p, [])] for p in range(partitions)},
+    )
+    total.bytes_by_rack = dict(
+        sum((Counter({r: c.bytes for r, c in st.racks.items()}) for st in stats), Counter())
+    )
+    results = [
+        MemberResult(
+            rack,
+            ps,
+            aligned=sum(1 for p in ps if rack in replica_racks[p]),
+            bytes_by_rack={r: c.bytes for r, c in st.racks.items()},
+            records=sum(len(got) for got in offs.values()),
+        )
+        for rack, ps, st, offs in zip(RACKS, owned, stats, offsets)
+    ]
+    return GroupResult(
+        strategy=strategy,
+        partitions=partitions,
+        replica_racks=replica_racks,
+        settle_seconds=settle_seconds,
+        unaware_misplaced=unaware,
+        members=results,
+        total=total,
+        stable=stable,
+    )
+
+
+def _check_fits(records: int, partitions: int, option: str) -> None:
+    """Refuse a topic the embedded brokers would not keep whole (ValueError)."""
+    if partitions < 1:
+        raise ValueError(f"{option} must be >= 1, got {partitions}")
+    per_partition = -(-records // partitions) * (VALUE_SIZE + _RECORD_OVERHEAD)
+    if per_partition > MAX_PARTITION_BYTES:
+        most = MAX_PARTITION_BYTES // (VALUE_SIZE + _RECORD_OVERHEAD) * partitions
+        raise ValueError(
+            f"{records:,} records over {partitions} partitions is ~{per_partition / 1e6:.1f} MB "
+            f"per partition; the embedded brokers keep 5 MiB per partition, so use at most "
+            f"{most:,} records or more {option}"
+        )
 
 
 async def run_demo(
@@ -281,14 +688,20 @@ async def run_demo(
     partitions: int = 12,
     *,
     client_rack: str = CLIENT_RACK,
+    group: bool = True,
+    group_partitions: int = GROUP_PARTITIONS,
+    strategy: str = DEFAULT_STRATEGY,
     echo: Callable[[str], None] | None = None,
 ) -> DemoReport:
-    """Start the cluster, produce, consume twice, and return what was measured.
+    """Start the cluster, produce, consume twice, then as a group, and return the results.
 
     Arguments:
-        records: records to produce (of 100 bytes each).
-        partitions: partitions of the topic (replication factor 3).
-        client_rack: the rack the consumer runs in.
+        records: records to produce (of 100 bytes each), into each topic.
+        partitions: partitions of the first topic (replication factor 3).
+        client_rack: the rack the consumer of the first two runs is in.
+        group: also run the 3-rack consumer group (:func:`run_group_demo`).
+        group_partitions: partitions of the group's topic (replication factor 2).
+        strategy: the group members' ``partition_assignment_strategy``.
         echo: called with progress lines (default: silent).
 
     Raises:
@@ -297,18 +710,16 @@ async def run_demo(
     say = echo or (lambda _line: None)
     if client_rack not in RACKS:
         raise ValueError(f"client_rack must be one of {', '.join(RACKS)}, got {client_rack!r}")
+    if strategy not in GROUP_STRATEGIES:
+        raise ValueError(
+            f"strategy must be one of {', '.join(GROUP_STRATEGIES)} (the rack-aware "
+            f"assignors), got {strategy!r}"
+        )
     if records < 1:
         raise ValueError(f"--records must be >= 1, got {records}")
-    if partitions < 1:
-        raise ValueError(f"--partitions must be >= 1, got {partitions}")
-    per_partition = -(-records // partitions) * (VALUE_SIZE + _RECORD_OVERHEAD)
-    if per_partition > MAX_PARTITION_BYTES:
-        most = MAX_PARTITION_BYTES // (VALUE_SIZE + _RECORD_OVERHEAD) * partitions
-        raise ValueError(
-            f"{records:,} records over {partitions} partitions is ~{per_partition / 1e6:.1f} MB "
-            f"per partition; the embedded brokers keep 5 MiB per partition, so use at most "
-            f"{most:,} records or more --partitions"
-        )
+    _check_fits(records, partitions, "--partitions")
+    if group:
+        _check_fits(records, group_partitions, "--group-partitions")
 
     with EmbeddedCluster(brokers=len(RACKS), racks=RACKS) as cluster:
         brokers = {b.node_id: b.rack for b in cluster.brokers.values()}
@@ -363,6 +774,12 @@ async def run_demo(
             )
         )  # fmt: skip
         cluster.stop_request_tracking()
+        group_result = None
+        if group:
+            say("")
+            group_result = await run_group_demo(
+                cluster, records, group_partitions, strategy=strategy, echo=say
+            )
 
     return DemoReport(
         records=produced.count,
@@ -371,6 +788,7 @@ async def run_demo(
         brokers=brokers,
         leaders_by_rack=dict(leaders),
         runs=runs,
+        group=group_result,
     )
 
 
@@ -431,6 +849,9 @@ def format_report(report: DemoReport) -> str:
             f"   with no records and the name of the replica in {home})"
         )
     out.append("")
+    if report.group is not None:
+        out += _format_group(report.group)
+        out.append("")
     failures = report.failures()
     if failures:
         out += [f"FAILED: {f}" for f in failures]
@@ -441,7 +862,70 @@ def format_report(report: DemoReport) -> str:
             f"client_rack the\n    record bytes read across racks went from {_mb(before)} to "
             f"{_mb(with_rack[0].cross_rack_bytes if with_rack else 0)}."
         )
+        if report.group is not None:
+            total = report.group.total
+            out.append(
+                f"OK: {GROUP_LABEL}: all {total.expected:,} records arrived exactly once across "
+                f"the group;\n    cross-rack bytes: {_mb(report.group.cross_rack_bytes)}."
+            )
     return "\n".join(out)
+
+
+def _format_group(group: GroupResult) -> list[str]:
+    """The group part's table: one row per member, then the group's totals."""
+    header = ("member in", "partitions owned", "own rack", "other racks", "records")
+    rows = [
+        (
+            m.client_rack,
+            " ".join(str(p) for p in m.partitions) or "-",
+            _mb(m.same_rack_bytes),
+            _mb(m.cross_rack_bytes),
+            f"{m.records:,}",
+        )
+        for m in group.members
+    ]
+    owned = sum(len(m.partitions) for m in group.members)
+    rows.append(
+        (
+            "group",
+            f"{owned} of {group.partitions}",
+            _mb(group.same_rack_bytes),
+            _mb(group.cross_rack_bytes),
+            f"{group.total.received:,}",
+        )
+    )
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: Sequence[str]) -> str:
+        left = [c.ljust(w) for c, w in zip(cells[:2], widths[:2])]
+        right = [c.rjust(w) for c, w in zip(cells[2:], widths[2:])]
+        return "  ".join(left + right).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    out = [
+        f'{GROUP_LABEL} (group_id="{GROUP_ID}", partition_assignment_strategy="{group.strategy}"):',
+        line(header),
+        rule,
+        *(line(r) for r in rows[:-1]),
+        rule,
+        line(rows[-1]),
+        "",
+    ]
+    aligned = sum(m.aligned for m in group.members)
+    total = group.total
+    out.append(
+        f"  partitions owned in a rack with a replica  {aligned} of {owned} "
+        f"(with no racks: {group.partitions - group.unaware_misplaced} of {group.partitions})"
+    )
+    out.append(
+        f"  exactly once across the group            "
+        f"{'yes' if total.exactly_once else 'NO'} (received {total.received:,} of "
+        f"{total.expected:,}, duplicates {total.duplicates:,}, missing {total.missing:,})"
+    )
+    out.append(f"  cross-rack bytes                         {_mb(group.cross_rack_bytes)}")
+    if not group.stable:
+        out.append("  the assignment changed while the records were read")
+    return out
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -449,15 +933,32 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         prog="python examples/demo.py",
         description=(
             "Read a topic from an embedded 3-rack Kafka cluster with and without client_rack, "
-            "and show where the bytes came from and that every record arrived exactly once."
+            "then with a consumer group of one member per rack, and show where the bytes came "
+            "from and that every record arrived exactly once."
         ),
     )
     parser.add_argument(
-        "--records", type=int, default=300_000, help="records to produce (default: 300000)"
+        "--records",
+        type=int,
+        default=300_000,
+        help="records to produce into each topic (default: 300000)",
     )
     parser.add_argument(
-        "--partitions", type=int, default=12, help="partitions of the topic (default: 12)"
+        "--partitions", type=int, default=12, help="partitions of the first topic (default: 12)"
     )
+    parser.add_argument(
+        "--group-partitions",
+        type=int,
+        default=GROUP_PARTITIONS,
+        help=f"partitions of the group's topic (default: {GROUP_PARTITIONS})",
+    )
+    parser.add_argument(
+        "--strategy",
+        choices=GROUP_STRATEGIES,
+        default=DEFAULT_STRATEGY,
+        help=f"the group's partition_assignment_strategy (default: {DEFAULT_STRATEGY})",
+    )
+    parser.add_argument("--no-group", action="store_true", help="skip the consumer group part")
     parser.add_argument(
         "--show-routing",
         action="store_true",
@@ -476,11 +977,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         fetch_log.addHandler(handler)
         fetch_log.setLevel(logging.DEBUG)
     print(
-        f"rackafka demo: fetch from the closest replica (KIP-392), consumer in rack {CLIENT_RACK}\n"
+        f"rackafka demo: fetch from the closest replica (KIP-392), consumer in rack {CLIENT_RACK}"
     )
+    if not args.no_group:
+        print("              then a 3-rack group reading only from its own racks (KIP-881)")
+    print()
     try:
         report = asyncio.run(
-            run_demo(args.records, args.partitions, echo=lambda s: print(s, flush=True))
+            run_demo(
+                args.records,
+                args.partitions,
+                group=not args.no_group,
+                group_partitions=args.group_partitions,
+                strategy=args.strategy,
+                echo=lambda s: print(s, flush=True),
+            )
         )
     except (ConfluentKafkaMissingError, LibrdkafkaNotFoundError) as exc:
         print(f"cannot start the embedded cluster: {exc}", file=sys.stderr)
