@@ -300,10 +300,6 @@ def test_bad_constructor_topics(topic: Any) -> None:
 
 
 NOT_YET = [
-    ("group_id", "my-group"),
-    ("group_instance_id", "instance-1"),
-    ("partition_assignment_strategy", (object,)),
-    ("rebalance_timeout_ms", 10000),
     ("security_protocol", "SSL"),
     ("security_protocol", "SASL_SSL"),
     ("ssl_context", object()),
@@ -317,10 +313,46 @@ NOT_YET = [
 
 
 @pytest.mark.parametrize(("name", "value"), NOT_YET, ids=[f"{n}={v!r}" for n, v in NOT_YET])
-def test_group_and_security_keywords_are_not_supported_yet(name: str, value: Any) -> None:
+def test_security_keywords_are_not_supported_yet(name: str, value: Any) -> None:
     msg = config_error(**{name: value})
     assert name in msg
     assert "not supported yet" in msg
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "named"),
+    [
+        ({"group_id": ""}, "group_id"),
+        ({"group_id": 5}, "group_id"),
+        ({"group_instance_id": "i-1"}, "group_instance_id"),
+        ({"group_id": "g", "group_instance_id": ""}, "group_instance_id"),
+        (
+            {"group_id": "g", "partition_assignment_strategy": (object,)},
+            "partition_assignment_strategy",
+        ),
+        (
+            {"group_id": "g", "partition_assignment_strategy": ("nope",)},
+            "partition_assignment_strategy",
+        ),
+        ({"group_id": "g", "partition_assignment_strategy": ()}, "partition_assignment_strategy"),
+        ({"group_id": "g", "rebalance_timeout_ms": 0}, "rebalance_timeout_ms"),
+        (
+            {"group_id": "g", "heartbeat_interval_ms": 10000, "session_timeout_ms": 10000},
+            "heartbeat_interval_ms",
+        ),
+    ],
+)
+def test_bad_group_configuration_names_the_argument(kwargs: dict, named: str) -> None:
+    assert named in config_error(**kwargs)
+
+
+def test_group_configuration_is_accepted() -> None:
+    make(
+        group_id="g",
+        group_instance_id="i-1",
+        partition_assignment_strategy=("cooperative-sticky", "range"),
+        rebalance_timeout_ms=10000,
+    )
 
 
 def test_not_supported_message_does_not_leak_the_password() -> None:

@@ -55,8 +55,8 @@ _RESETS = (EARLIEST, LATEST, NONE)
 def _not_yet(name: str, value: Any) -> KafkaConfigurationError:
     shown = "<redacted>" if "password" in name else repr(value)  # never echo a secret
     return KafkaConfigurationError(
-        f"{name}={shown} is not supported yet by rackafka {__version__}: consumer groups, "
-        "TLS and SASL arrive in later releases; leave it at its default for now"
+        f"{name}={shown} is not supported yet by rackafka {__version__}: "
+        "TLS and SASL arrive in a later release; leave it at its default for now"
     )
 
 
@@ -123,13 +123,27 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             pattern subscriptions.  Default: ``True``.
         connections_max_idle_ms: close idle connections after this (``None``: never).
             Default: 540000.
-        group_id, group_instance_id, partition_assignment_strategy,
-        rebalance_timeout_ms, security_protocol, ssl_context, sasl_*: accepted
-            with aiokafka's defaults; other values are not supported yet and
-            raise :exc:`~rackafka.errors.KafkaConfigurationError`.
-        enable_auto_commit, auto_commit_interval_ms, max_poll_interval_ms,
-        session_timeout_ms, heartbeat_interval_ms: checked, then ignored, as
-            aiokafka ignores them without ``group_id``.
+        group_id: the consumer group to join (classic protocol) and to
+            commit offsets for.  Default: ``None`` (no group: partitions of
+            subscribed topics are all assigned to this consumer, and
+            :meth:`commit` raises :exc:`~rackafka.errors.IllegalOperation`).
+        group_instance_id: a static member id (KIP-345): restarts within
+            ``session_timeout_ms`` cause no rebalance, and :meth:`stop` does
+            not leave the group.
+        partition_assignment_strategy: assignor names (``"roundrobin"``,
+            ``"range"``, ``"sticky"``, ``"cooperative-sticky"``), rackafka
+            assignor classes, or aiokafka assignor classes, in order of
+            preference.  Default: round robin.  ``range`` and the sticky
+            assignors are rack-aware (KIP-881) when members set ``client_rack``.
+        enable_auto_commit, auto_commit_interval_ms: commit consumed offsets
+            in the background, on revocation and on :meth:`stop`.
+        session_timeout_ms, heartbeat_interval_ms, max_poll_interval_ms,
+        rebalance_timeout_ms: group liveness, as in aiokafka (the rebalance
+            timeout defaults to ``max_poll_interval_ms``).  Without
+            ``group_id`` they are checked, then ignored.
+        security_protocol, ssl_context, sasl_*: accepted with aiokafka's
+            defaults; other values are not supported yet and raise
+            :exc:`~rackafka.errors.KafkaConfigurationError`.
         api_version: ignored (versions are always negotiated).
         loop: deprecated and ignored (a :exc:`DeprecationWarning`), as in aiokafka.
     """
@@ -494,7 +508,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         if self._pattern is not None:
             cluster = self._client.cluster
             self._subs.topics = {
-                t for t in cluster.topics(self._exclude_internal) if self._pattern.fullmatch(t)
+                t for t in cluster.topics(self._exclude_internal) if self._pattern.match(t)
             }
 
     def _group_assigned(self, assigned: set[TopicPartition], added: set[TopicPartition]) -> None:
@@ -507,9 +521,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         if self._manual:
             return
         if self._pattern is not None:
-            topics = {
-                t for t in cluster.topics(self._exclude_internal) if self._pattern.fullmatch(t)
-            }
+            topics = {t for t in cluster.topics(self._exclude_internal) if self._pattern.match(t)}
             self._subs.topics = topics
         wanted = {
             TopicPartition(t, p)
@@ -840,7 +852,13 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             max_records = self._max_poll_records
         wanted = set(partitions) if partitions else None
         deadline = time.monotonic() + timeout_ms / 1000
+        group = self._coordinator
         while True:
+            # Nothing is handed out while a rebalance listener runs (it may seek or commit).
+            if group is not None and not await group.wait_for_listener(
+                max(0.0, deadline - time.monotonic())
+            ):
+                return {}
             fetcher.raise_pending_errors(wanted)
             records = fetcher.drain(wanted, max_records)
             if records:
@@ -851,9 +869,9 @@ class AIOKafkaConsumer(Generic[KT, VT]):
                 if self._closed:
                     raise ConsumerStoppedError()
                 return {}
+            # Whatever is still buffered for these partitions is not deliverable now
+            # (paused, or waiting for a position): wait for the fetcher or a resume().
             fetcher.data_ready.clear()
-            if fetcher.has_buffered(wanted):
-                continue
             try:
                 await asyncio.wait_for(fetcher.data_ready.wait(), remaining)
             except asyncio.TimeoutError:
@@ -869,7 +887,10 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         if self._coordinator is not None:
             self._coordinator.polled()
         wanted = set(partitions) if partitions else None
+        group = self._coordinator
         while True:
+            if group is not None:
+                await group.wait_for_listener(None)  # as in getmany()
             fetcher.raise_pending_errors(wanted)
             record = fetcher.next_record(wanted)
             if record is not None:
@@ -878,8 +899,6 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             if self._closed:
                 raise ConsumerStoppedError()
             fetcher.data_ready.clear()
-            if fetcher.has_buffered(wanted):
-                continue
             await fetcher.data_ready.wait()
             if self._closed:
                 raise ConsumerStoppedError()
