@@ -147,6 +147,9 @@ class GroupCoordinator:
         self._joined_topics: dict[str, int] = {}
         self._committed_positions: dict[TopicPartition, int] = {}
         self._last_poll = time.monotonic()
+        self._poll_timed_out = False
+        self._listener_idle = asyncio.Event()
+        self._listener_idle.set()
         self._wakeup = asyncio.Event()
         self._assigned_event = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -184,9 +187,36 @@ class GroupCoordinator:
     def polled(self) -> None:
         """The application polled (``max_poll_interval_ms`` is counted from here)."""
         self._last_poll = time.monotonic()
+        if self._poll_timed_out:
+            # Left the group on max_poll_interval_ms: join again now.
+            self._poll_timed_out = False
+            self._wakeup.set()
         if self._fatal is not None:
             error, self._fatal = self._fatal, None
             raise error
+
+    async def wait_for_listener(self, timeout: float | None) -> bool:
+        """Wait while a rebalance listener runs: no records are handed out meanwhile.
+
+        Returns:
+            False if the listener still runs after ``timeout`` seconds.
+        """
+        if self._listener_idle.is_set() or asyncio.current_task() is self._task:
+            return True  # (a listener that polls is not kept waiting on itself)
+        try:
+            await asyncio.wait_for(self._listener_idle.wait(), timeout)
+        except asyncio.TimeoutError:
+            return False
+        return True
+
+    async def _call_listener(
+        self, fn: Callable[[set[TopicPartition]], Any], tps: set[TopicPartition]
+    ) -> None:
+        self._listener_idle.clear()
+        try:
+            await _call(fn, tps)
+        finally:
+            self._listener_idle.set()
 
     async def wait_for_assignment(self, timeout: float) -> bool:
         try:
@@ -202,6 +232,11 @@ class GroupCoordinator:
         next_commit = time.monotonic() + self._auto_commit_interval
         while not self._closing:
             try:
+                if self._poll_timed_out:
+                    # Out of the group until the application polls again (polled() wakes us).
+                    self._wakeup.clear()
+                    await self._wakeup.wait()
+                    continue
                 await self._ensure_coordinator()
                 if self._need_rejoin:
                     await self._rebalance()
@@ -215,9 +250,12 @@ class GroupCoordinator:
                         self.group_id,
                         now - self._last_poll,
                     )
-                    await self._leave()
+                    self._poll_timed_out = True
                     self._need_rejoin = True
-                    self._last_poll = time.monotonic()
+                    owned = self._subs.assigned()
+                    if owned:
+                        await self._revoke(owned)  # commits (auto commit), tells the listener
+                    await self._leave()
                     continue
                 if now >= next_heartbeat:
                     await self._heartbeat()
@@ -588,7 +626,9 @@ class GroupCoordinator:
         )
         listener = self._listener()
         if listener is not None and (added or not self._cooperative()):
-            await _call(listener.on_partitions_assigned, added if self._cooperative() else assigned)
+            await self._call_listener(
+                listener.on_partitions_assigned, added if self._cooperative() else assigned
+            )
 
     async def _revoke(self, revoked: set[TopicPartition]) -> None:
         if self._auto_commit and self.state.generation_id >= 0:
@@ -598,7 +638,7 @@ class GroupCoordinator:
                 log.warning("group %s: commit on revoke failed: %s", self.group_id, exc)
         listener = self._listener()
         if listener is not None:
-            await _call(listener.on_partitions_revoked, set(revoked))
+            await self._call_listener(listener.on_partitions_revoked, set(revoked))
         remaining = self._subs.assigned() - revoked
         self._on_assignment(remaining, set())
         self._assigned_event.clear()
