@@ -141,7 +141,10 @@ class KafkaClient:
         self._connector = connector or plaintext_connector
         self._software_version = client_software_version
         self._conns: dict[int, Connection] = {}
-        self._connecting: dict[int, asyncio.Task[Connection]] = {}
+        #: Connections of other channels (e.g. "group": the coordinator's own
+        #: connection, so that heartbeats never queue behind a long-polling Fetch).
+        self._channels: dict[tuple[int, str], Connection] = {}
+        self._connecting: dict[tuple[int, str], asyncio.Task[Connection]] = {}
         self._bootstrap_conn: Connection | None = None
         self._topics: set[str] = set()
         self._all_topics = False
@@ -203,10 +206,11 @@ class KafkaClient:
         for t in tasks:
             with contextlib.suppress(BaseException):
                 await t
-        conns = list(self._conns.values())
+        conns = list(self._conns.values()) + list(self._channels.values())
         if self._bootstrap_conn is not None:
             conns.append(self._bootstrap_conn)
         self._conns.clear()
+        self._channels.clear()
         self._bootstrap_conn = None
         await asyncio.gather(*(c.aclose() for c in conns), return_exceptions=True)
 
@@ -362,6 +366,10 @@ class KafkaClient:
                 log.debug("closing idle connection to node %d", node_id)
                 del self._conns[node_id]
                 conn.close()
+        for key, conn in list(self._channels.items()):
+            if conn.in_flight == 0 and now - conn.last_used > self.connections_max_idle:
+                del self._channels[key]
+                conn.close()
 
     # -- connections -------------------------------------------------------------
 
@@ -374,27 +382,30 @@ class KafkaClient:
         conn = self._conns.get(node_id)
         return conn if conn is not None and conn.connected else None
 
-    async def connect(self, node_id: int) -> Connection:
+    async def connect(self, node_id: int, *, channel: str = "") -> Connection:
         """The connection to broker ``node_id``, opened if needed.
 
-        Concurrent callers share one connection attempt.
+        Concurrent callers share one connection attempt.  A non-empty
+        ``channel`` names a separate connection to the same broker (the group
+        coordinator uses ``"group"``: a broker answers one connection's
+        requests in order, so heartbeats must not wait behind a Fetch).
 
         Raises:
             KafkaConnectionError: the broker is unknown or cannot be reached.
         """
-        conn = self._conns.get(node_id)
+        conn = self._channels.get((node_id, channel)) if channel else self._conns.get(node_id)
         if conn is not None and conn.connected:
             return conn
-        task = self._connecting.get(node_id)
+        task = self._connecting.get((node_id, channel))
         if task is None:
             broker = self.cluster.broker(node_id)
             if broker is None:
                 raise KafkaConnectionError(f"broker {node_id} is not in the cluster metadata")
-            task = asyncio.get_running_loop().create_task(self._open(broker))
-            self._connecting[node_id] = task
+            task = asyncio.get_running_loop().create_task(self._open(broker, channel))
+            self._connecting[(node_id, channel)] = task
         return await asyncio.shield(task)
 
-    async def _open(self, broker: Broker) -> Connection:
+    async def _open(self, broker: Broker, channel: str = "") -> Connection:
         try:
             conn = await Connection.open(
                 broker.host,
@@ -411,9 +422,12 @@ class KafkaClient:
             self._node_backoff[broker.node_id] = (time.monotonic() + delay, failures + 1)
             raise
         finally:
-            self._connecting.pop(broker.node_id, None)
+            self._connecting.pop((broker.node_id, channel), None)
         self._node_backoff.pop(broker.node_id, None)
-        self._conns[broker.node_id] = conn
+        if channel:
+            self._channels[(broker.node_id, channel)] = conn
+        else:
+            self._conns[broker.node_id] = conn
         conn.add_close_callback(self._on_close)
         return conn
 
@@ -421,6 +435,9 @@ class KafkaClient:
         if conn.node_id is not None and self._conns.get(conn.node_id) is conn:
             del self._conns[conn.node_id]
             log.debug("connection to node %s closed: %s", conn.node_id, reason)
+        for key, c in list(self._channels.items()):
+            if c is conn:
+                del self._channels[key]
 
     async def send(
         self,
@@ -430,14 +447,15 @@ class KafkaClient:
         *,
         version: int | None = None,
         timeout: float | None = None,
+        channel: str = "",
     ) -> Any:
         """Send ``request`` to broker ``node_id`` and return the response."""
-        conn = await self.connect(node_id)
+        conn = await self.connect(node_id, channel=channel)
         return await conn.request(api, request, version=version, timeout=timeout)
 
-    async def api_version(self, node_id: int, api: Api) -> int:
+    async def api_version(self, node_id: int, api: Api, *, channel: str = "") -> int:
         """The version of ``api`` negotiated with ``node_id``."""
-        conn = await self.connect(node_id)
+        conn = await self.connect(node_id, channel=channel)
         return conn.version(api)
 
     async def wait_for_metadata(self, predicate: Any, timeout: float) -> None:

@@ -75,6 +75,8 @@ _MEMBER_GONE = (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID)
 SUBSCRIPTION_VERSION = 3
 ASSIGNMENT_VERSION = 3
 PROTOCOL_TYPE = "consumer"
+#: The client connection channel of group traffic (never behind a Fetch).
+GROUP_CHANNEL = "group"
 
 
 class _Rejoin(Exception):
@@ -346,8 +348,10 @@ class GroupCoordinator:
         if node is None:
             raise _CoordinatorGone()
         try:
-            version = await self._client.api_version(node, api)
-            return await self._client.send(node, api, request, version=version)
+            version = await self._client.api_version(node, api, channel=GROUP_CHANNEL)
+            return await self._client.send(
+                node, api, request, version=version, channel=GROUP_CHANNEL
+            )
         except (KafkaConnectionError, KafkaTimeoutError) as exc:
             log.debug("group %s: %s to coordinator failed: %s", self.group_id, api.name, exc)
             raise _CoordinatorGone() from exc
@@ -482,13 +486,14 @@ class GroupCoordinator:
             if node is None:
                 raise _CoordinatorGone()
             try:
-                version = await self._client.api_version(node, JOIN_GROUP)
+                version = await self._client.api_version(node, JOIN_GROUP, channel=GROUP_CHANNEL)
                 resp = await self._client.send(
                     node,
                     JOIN_GROUP,
                     request,
                     version=version,
                     timeout=self._rebalance_timeout_ms / 1000 + 5,
+                    channel=GROUP_CHANNEL,
                 )
             except (KafkaConnectionError, KafkaTimeoutError) as exc:
                 raise _CoordinatorGone() from exc
@@ -753,7 +758,7 @@ class GroupCoordinator:
                 await self._ensure_coordinator()
                 node = self.coordinator_id
                 assert node is not None
-                version = await self._client.api_version(node, OFFSET_FETCH)
+                version = await self._client.api_version(node, OFFSET_FETCH, channel=GROUP_CHANNEL)
                 request = OFFSET_FETCH.Request(
                     group_id=self.group_id,
                     topics=topics,
