@@ -1,0 +1,858 @@
+"""End-to-end consumer benchmark: rackafka against aiokafka, kafka-python and confluent-kafka.
+
+One embedded cluster (3 brokers in racks az-a, az-b, az-c; librdkafka's mock brokers, see
+``docs/testing.rst``) runs inside this process. Each dataset is produced once, in ~1 MB
+producer batches (the mock answers a Fetch with exactly one batch per partition), into a topic
+with many partitions (the mock keeps at most 5 MiB per partition). Then every client consumes
+the same data, each in a fresh child process (same Python), ``--repeat`` times; the median is
+reported.
+
+Every client: ``auto_offset_reset`` earliest, manual assignment of all partitions (no group),
+CRC checks on, default fetch sizes. Every client's loop touches each record
+(``len(value)``), and checks per batch that offsets continue where the previous batch of the
+partition ended. Measured in the child: throughput from the first record to the last, time
+from process spawn to the last record, CPU seconds of the whole process
+(``getrusage(RUSAGE_SELF)``: user + system, all threads) and peak RSS (``ru_maxrss``).
+
+Clients (``--clients``; a client whose package is missing is reported as skipped):
+
+==================  ===========================================================================
+``rackafka``        ``getmany()``
+``rackafka-getone`` ``getone()`` (on the first ``getone`` records only)
+``rackafka-rack``   ``getmany()`` with ``client_rack="az-b"`` while the cluster emulates
+                    ``RackAwareReplicaSelector`` for az-b; reports the same-rack byte share
+``aiokafka-c``      aiokafka ``getmany()`` with its C extensions
+``aiokafka-py``     aiokafka ``getmany()``, pure Python (``AIOKAFKA_NO_EXTENSIONS=1``)
+``aiokafka-getone`` aiokafka ``getone()`` with its C extensions
+``kafka-python``    kafka-python ``poll()``
+``confluent``       confluent-kafka ``consume(num_messages=10000)``
+                    (``fetch.queue.backoff.ms=10``, ``check.crcs=true``)
+==================  ===========================================================================
+
+The slow clients (pure-Python aiokafka, kafka-python) and the ``getone`` clients read a
+prefix of each dataset (column ``records``) so that the default run fits in ~10 minutes.
+
+Usage::
+
+    python benchmarks/consume.py [--quick] [--repeat N] [--clients a,b] [--datasets x,y]
+
+Results: a table on stdout, ``benchmarks/results/consume.json`` and
+``benchmarks/results/consume.png``. ``--profile`` also writes a cProfile file per rackafka
+run to ``benchmarks/results/profile-<client>-<dataset>.prof``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import json
+import os
+import platform
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+RACKS = ("az-a", "az-b", "az-c")
+CLIENT_RACK = "az-b"
+BATCH_BYTES = 1_000_000  # producer batch.size: one ~1 MB batch per partition per Fetch
+MAX_PARTITION_BYTES = int(4.5 * 1024 * 1024)  # the mock keeps 5 MiB per partition
+RECORD_OVERHEAD = 12  # bytes per record in a v2 batch besides the value (null key)
+CALL_BYTES = 1_000_000  # a getmany/poll/consume call returns at most ~1 MB of records
+STALL_S = 60.0  # a child that gets no record for this long gives up
+
+
+# -- datasets and clients --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A topic filled once and read by every client."""
+
+    name: str
+    value_size: int
+    compression: str
+    partitions: int
+    per_partition: int
+    slow_limit: int  # records read by the slow clients
+    getone_limit: int  # records read by the getone clients
+
+    @property
+    def records(self) -> int:
+        return self.partitions * self.per_partition
+
+    @property
+    def max_records(self) -> int:
+        """Most records per getmany/poll/consume call: about one producer batch."""
+        return max(1, CALL_BYTES // self.value_size)
+
+    @property
+    def topic(self) -> str:
+        return "bench-" + self.name.lower().replace(" ", "")
+
+    def check(self) -> None:
+        size = self.per_partition * (self.value_size + RECORD_OVERHEAD)
+        if size > MAX_PARTITION_BYTES:
+            raise ValueError(
+                f"dataset {self.name}: {size} bytes per partition would exceed the mock's "
+                f"retention; use more partitions"
+            )
+
+
+def _datasets(quick: bool) -> list[Dataset]:
+    if quick:
+        return [
+            Dataset("100B", 100, "none", 32, 15_625, 60_000, 100_000),
+            Dataset("100B-lz4", 100, "lz4", 32, 15_625, 60_000, 100_000),
+            Dataset("10KB", 10_000, "none", 32, 400, 2_000, 12_800),
+            Dataset("10KB-lz4", 10_000, "lz4", 32, 400, 2_000, 12_800),
+        ]
+    return [
+        Dataset("100B", 100, "none", 64, 31_250, 200_000, 200_000),
+        Dataset("100B-lz4", 100, "lz4", 64, 31_250, 200_000, 200_000),
+        Dataset("10KB", 10_000, "none", 128, 400, 4_000, 51_200),
+        Dataset("10KB-lz4", 10_000, "lz4", 128, 400, 4_000, 51_200),
+    ]
+
+
+@dataclass(frozen=True)
+class Client:
+    """One way of consuming: a library, an API and its settings."""
+
+    name: str
+    library: str  # rackafka | aiokafka | kafka-python | confluent
+    api: str  # getmany | getone | poll | consume
+    limit: str = "all"  # all | slow | getone
+    env: dict[str, str] = field(default_factory=dict)
+    rack: str | None = None
+    extension: str | None = None  # aiokafka: "c" or "py"
+
+    def count(self, ds: Dataset) -> int:
+        if self.limit == "slow":
+            return min(ds.records, ds.slow_limit)
+        if self.limit == "getone":
+            return min(ds.records, ds.getone_limit)
+        return ds.records
+
+
+CLIENTS = [
+    Client("rackafka", "rackafka", "getmany"),
+    Client("rackafka-getone", "rackafka", "getone", limit="getone"),
+    Client("rackafka-rack", "rackafka", "getmany", rack=CLIENT_RACK),
+    Client("aiokafka-c", "aiokafka", "getmany", extension="c"),
+    Client(
+        "aiokafka-py",
+        "aiokafka",
+        "getmany",
+        limit="slow",
+        env={"AIOKAFKA_NO_EXTENSIONS": "1"},
+        extension="py",
+    ),
+    Client("aiokafka-getone", "aiokafka", "getone", limit="getone", extension="c"),
+    Client("kafka-python", "kafka-python", "poll", limit="slow"),
+    Client("confluent", "confluent", "consume"),
+]
+REFERENCE = "aiokafka-c"
+SAME_API_REFERENCE = {"getone": "aiokafka-getone"}
+
+
+@functools.cache
+def make_corpus() -> bytes:
+    """Text-like filler: compressible (lz4 about 2x), but not trivially."""
+    rnd = random.Random(42)
+    letters = b"abcdefghijklmnopqrstuvwxyz"
+    words = [bytes(rnd.choice(letters) for _ in range(rnd.randint(2, 9))) for _ in range(500)]
+    return b" ".join(rnd.choice(words) for _ in range(400_000))
+
+
+def value_factory(size: int, base: int) -> Callable[[int], bytes]:
+    """Values of exactly ``size`` bytes: ``"<index>|"`` then a slice of the corpus."""
+    corpus = make_corpus()
+    span = len(corpus) - size - 1
+
+    def value(i: int) -> bytes:
+        n = base + i
+        prefix = b"%d|" % n
+        start = (n * 7919) % span
+        return (prefix + corpus[start : start + size])[:size]
+
+    return value
+
+
+# -- the child: one client, one dataset, one run ------------------------------------------------
+
+
+class Tally:
+    """Counts records and bytes, checks offsets per batch, takes the times."""
+
+    def __init__(self, target: int) -> None:
+        self.target = target
+        self.n = 0
+        self.nbytes = 0
+        self.n_first = 0
+        self.t_start = 0.0
+        self.t_first = 0.0
+        self.t_last = 0.0
+        self.wall_first = 0.0
+        self.next_offset: dict[int, int] = {}
+        self.offset_errors = 0
+
+    def start(self) -> None:
+        """Called right before the first fetch call (getmany/getone/poll/consume)."""
+        self.t_start = time.perf_counter()
+
+    def batch(self, partition: int, first: int, last: int, count: int, nbytes: int) -> None:
+        if self.n == 0:
+            self.t_first = time.perf_counter()
+            self.wall_first = time.time()
+            self.n_first = count
+        if first != self.next_offset.get(partition, 0):
+            self.offset_errors += 1
+        self.next_offset[partition] = last + 1
+        self.n += count
+        self.nbytes += nbytes
+
+    def one(self, nbytes: int) -> None:
+        if self.n == 0:
+            self.t_first = time.perf_counter()
+            self.wall_first = time.time()
+            self.n_first = 1
+        self.n += 1
+        self.nbytes += nbytes
+
+    @property
+    def done(self) -> bool:
+        return self.n >= self.target
+
+
+class Unsupported(Exception):
+    """The client cannot read this dataset (e.g. a missing codec package)."""
+
+
+class Stalled(RuntimeError):
+    """No record arrived for ``STALL_S`` seconds."""
+
+
+def _stall_check(tally: Tally, last_progress: float) -> float:
+    now = time.monotonic()
+    if now - last_progress > STALL_S:
+        raise Stalled(f"no record for {STALL_S:.0f}s at {tally.n}/{tally.target}")
+    return now
+
+
+async def run_asyncio_client(spec: dict[str, Any], tally: Tally) -> dict[str, Any]:
+    """rackafka or aiokafka: same code, since rackafka is a drop-in."""
+    extra: dict[str, Any] = {}
+    if spec["library"] == "rackafka":
+        import rackafka as lib
+
+        extra["version"] = lib.__version__
+    else:
+        import aiokafka as lib
+        from aiokafka.record import default_records
+
+        module = default_records.DefaultRecordBatch.__module__
+        extra["version"] = lib.__version__
+        extra["records_module"] = module
+        has_c = "_crecords" in module
+        if spec["extension"] == "c" and not has_c:
+            raise ModuleNotFoundError("aiokafka's C extension is not available")
+        if spec["extension"] == "py" and has_c:
+            raise RuntimeError("AIOKAFKA_NO_EXTENSIONS=1 did not disable the C extension")
+    kwargs: dict[str, Any] = {
+        "bootstrap_servers": spec["bootstrap"],
+        "auto_offset_reset": "earliest",
+    }
+    if spec["rack"]:
+        kwargs["client_rack"] = spec["rack"]
+    consumer = lib.AIOKafkaConsumer(**kwargs)
+    await consumer.start()
+    try:
+        topic = spec["topic"]
+        consumer.assign([lib.TopicPartition(topic, p) for p in range(spec["partitions"])])
+        progress = time.monotonic()
+        tally.start()
+        if spec["api"] == "getone":
+            getone = consumer.getone
+            while tally.n < tally.target:
+                record = await getone()
+                tally.one(len(record.value))
+        else:
+            getmany = consumer.getmany
+            max_records = spec["max_records"] or None
+            while tally.n < tally.target:
+                data = await getmany(timeout_ms=1000, max_records=max_records)
+                if not data:
+                    progress = _stall_check(tally, progress)
+                    continue
+                progress = time.monotonic()
+                for tp, records in data.items():
+                    tally.batch(
+                        tp.partition,
+                        records[0].offset,
+                        records[-1].offset,
+                        len(records),
+                        sum([len(r.value) for r in records]),
+                    )
+        tally.t_last = time.perf_counter()
+        if spec["library"] == "rackafka" and spec["rack"]:
+            stats = consumer.fetch_stats()
+            total = stats.total_bytes
+            extra["fetch_stats"] = {
+                "same_rack_bytes": stats.same_rack_bytes,
+                "cross_rack_bytes": stats.cross_rack_bytes,
+                "same_rack_share": (stats.same_rack_bytes / total) if total else None,
+                "routing_changes": stats.routing_changes,
+                "bytes_per_node": {str(n): c.bytes for n, c in stats.nodes.items()},
+            }
+    finally:
+        await consumer.stop()
+    return extra
+
+
+def run_kafka_python(spec: dict[str, Any], tally: Tally) -> dict[str, Any]:
+    """kafka-python's ``poll()`` loop."""
+    import kafka
+    from kafka import KafkaConsumer, TopicPartition
+
+    if spec["compression"] == "lz4":
+        from kafka import codec
+
+        if not codec.has_lz4():
+            raise Unsupported("kafka-python needs the 'lz4' package to read lz4 data")
+    consumer = KafkaConsumer(
+        bootstrap_servers=spec["bootstrap"].split(","),
+        group_id=None,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        # The mock's answer to ApiVersions v3+ is malformed and kafka-python 3 does not fall
+        # back; a configured 2.3 makes it send ApiVersions v2 (and still use Fetch v11).
+        api_version=(2, 3),
+    )
+    try:
+        topic = spec["topic"]
+        consumer.assign([TopicPartition(topic, p) for p in range(spec["partitions"])])
+        progress = time.monotonic()
+        max_records = spec["max_records"] or None
+        tally.start()
+        while tally.n < tally.target:
+            data = consumer.poll(timeout_ms=1000, max_records=max_records)
+            if not data:
+                progress = _stall_check(tally, progress)
+                continue
+            progress = time.monotonic()
+            for tp, records in data.items():
+                tally.batch(
+                    tp.partition,
+                    records[0].offset,
+                    records[-1].offset,
+                    len(records),
+                    sum([len(r.value) for r in records]),
+                )
+        tally.t_last = time.perf_counter()
+    finally:
+        consumer.close()
+    return {"version": kafka.__version__}
+
+
+def run_confluent(spec: dict[str, Any], tally: Tally) -> dict[str, Any]:
+    """confluent-kafka's batch ``consume()`` loop."""
+    import confluent_kafka
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": spec["bootstrap"],
+            "group.id": "rackafka-bench",  # required by the client; no group is joined
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "check.crcs": True,
+            "fetch.queue.backoff.ms": 10,
+        }
+    )
+    topic = spec["topic"]
+    try:
+        consumer.assign(
+            [TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(spec["partitions"])]
+        )
+        progress = time.monotonic()
+        consume = consumer.consume
+        tally.start()
+        while tally.n < tally.target:
+            # consume() waits for num_messages (or the timeout): never ask for more than remain
+            wanted = min(spec["max_records"] or 1_000_000, tally.target - tally.n)
+            messages = consume(num_messages=wanted, timeout=1.0)
+            if not messages:
+                progress = _stall_check(tally, progress)
+                continue
+            progress = time.monotonic()
+            nbytes = 0
+            for m in messages:
+                if m.error():
+                    raise KafkaException(m.error())
+                nbytes += len(m.value())
+            if tally.n == 0:
+                tally.t_first = time.perf_counter()
+                tally.wall_first = time.time()
+                tally.n_first = len(messages)
+            tally.n += len(messages)
+            tally.nbytes += nbytes
+        tally.t_last = time.perf_counter()
+        if tally.target == spec["total"]:
+            # the batch API hides partition boundaries: check the final positions instead
+            positions = consumer.position(
+                [TopicPartition(topic, p) for p in range(spec["partitions"])]
+            )
+            tally.next_offset = {tp.partition: tp.offset for tp in positions}
+    finally:
+        consumer.close()
+    return {"version": confluent_kafka.version()[0], "librdkafka": confluent_kafka.libversion()[0]}
+
+
+def peak_rss_mb(usage: resource.struct_rusage) -> float:
+    """Peak RSS of this process.
+
+    ``ru_maxrss`` survives ``exec``: a child spawned by a big parent reports at least the
+    parent's size. Linux's ``VmHWM`` belongs to the new address space, so it is preferred.
+    """
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return usage.ru_maxrss / (1024 * 1024 if sys.platform == "darwin" else 1024)
+
+
+def child(spec: dict[str, Any]) -> dict[str, Any]:
+    """Run one measurement; returns the JSON-able result."""
+    tally = Tally(spec["target"])
+    profiler = None
+    if spec.get("profile"):
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
+    try:
+        if spec["library"] in ("rackafka", "aiokafka"):
+            extra = asyncio.run(run_asyncio_client(spec, tally))
+        elif spec["library"] == "kafka-python":
+            extra = run_kafka_python(spec, tally)
+        else:
+            extra = run_confluent(spec, tally)
+    except ModuleNotFoundError as exc:
+        return {"skipped": str(exc)}
+    except Unsupported as exc:
+        return {"skipped": str(exc), "per_dataset": True}
+    finally:
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(spec["profile"])
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    from_start = tally.t_last - tally.t_start
+    window = tally.t_last - tally.t_first
+    steady = tally.n - tally.n_first
+    problems = []
+    if tally.offset_errors:
+        problems.append(f"{tally.offset_errors} batch(es) did not continue the previous one")
+    if tally.n > tally.target and tally.target == spec["total"]:
+        problems.append(f"{tally.n - tally.target} record(s) more than the topic holds")
+    if tally.target == spec["total"] and tally.next_offset:
+        high = spec["high"]
+        short = [p for p in range(spec["partitions"]) if tally.next_offset.get(p) != high[p]]
+        if short:
+            problems.append(f"{len(short)} partition(s) not read to the end, e.g. {short[:3]}")
+    expected_bytes = tally.n * spec["value_size"]
+    if tally.nbytes != expected_bytes:
+        problems.append(f"value bytes {tally.nbytes} != {expected_bytes}")
+    return {
+        "records": tally.n,
+        "bytes": tally.nbytes,
+        "window_s": window,
+        "msgs_per_s": steady / window if window > 0 else None,
+        "mb_per_s": steady * spec["value_size"] / window / 1e6 if window > 0 else None,
+        "msgs_per_s_from_loop_start": tally.n / from_start if from_start > 0 else None,
+        "first_record_s": tally.wall_first - spec["spawn_wall"],
+        "total_s": tally.wall_first + window - spec["spawn_wall"],
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "rss_mb": peak_rss_mb(usage),
+        "problems": problems,
+        **extra,
+    }
+
+
+def child_main(spec_json: str) -> int:
+    spec = json.loads(spec_json)
+    try:
+        result = child(spec)
+    except Exception as exc:
+        result = {"error": f"{type(exc).__name__}: {exc}"}
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+# -- the parent --------------------------------------------------------------------------------
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def produce_dataset(cluster: Any, ds: Dataset) -> list[int]:
+    """Create and fill the dataset's topic; returns each partition's high watermark."""
+    cluster.create_topic(ds.topic, ds.partitions, 3)
+    for p in range(ds.partitions):
+        cluster.produce(
+            ds.topic,
+            ds.per_partition,
+            value=value_factory(ds.value_size, p * ds.per_partition),
+            partition=p,
+            batch_size=BATCH_BYTES,
+            linger_ms=20,
+            compression=ds.compression,
+            timeout=120,
+        )
+    return check_watermarks(cluster, ds)
+
+
+def check_watermarks(cluster: Any, ds: Dataset) -> list[int]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "wm"})
+    try:
+        marks = [
+            consumer.get_watermark_offsets(TopicPartition(ds.topic, p), timeout=10)
+            for p in range(ds.partitions)
+        ]
+    finally:
+        consumer.close()
+    bad = [(p, lo, hi) for p, (lo, hi) in enumerate(marks) if lo != 0 or hi != ds.per_partition]
+    if bad:
+        raise RuntimeError(
+            f"dataset {ds.name}: unexpected watermarks {bad[:3]} (retention exceeded?)"
+        )
+    return [hi for _lo, hi in marks]
+
+
+def run_child(spec: dict[str, Any], env_extra: dict[str, str], timeout: float) -> dict[str, Any]:
+    env = dict(os.environ)
+    env.pop("AIOKAFKA_NO_EXTENSIONS", None)
+    env.update(env_extra)
+    spec = {**spec, "spawn_wall": time.time()}
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(spec)]
+    try:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout:.0f}s"}
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        tail = proc.stderr.strip().splitlines()[-3:]
+        return {"error": f"exit status {proc.returncode}: {' | '.join(tail)}"}
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result
+
+
+def median_of(runs: list[dict[str, Any]], key: str) -> Any:
+    values = [r[key] for r in runs if r.get(key) is not None]
+    return statistics.median(values) if values else None
+
+
+def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    ok = [r for r in runs if "error" not in r and "skipped" not in r]
+    if not ok:
+        first = runs[0] if runs else {}
+        return {"status": "skipped" if "skipped" in first else "error", **first}
+    out: dict[str, Any] = {"status": "ok", "runs": len(ok)}
+    for key in (
+        "records",
+        "msgs_per_s",
+        "mb_per_s",
+        "msgs_per_s_from_loop_start",
+        "first_record_s",
+        "total_s",
+        "cpu_s",
+        "rss_mb",
+    ):
+        out[key] = median_of(ok, key)
+    problems = sorted({p for r in ok for p in r.get("problems", [])})
+    if problems:
+        out["problems"] = problems
+    shares = [
+        r["fetch_stats"]["same_rack_share"]
+        for r in ok
+        if r.get("fetch_stats", {}).get("same_rack_share") is not None
+    ]
+    if shares:
+        out["same_rack_share"] = statistics.median(shares)
+    for key in ("version", "records_module", "librdkafka"):
+        if key in ok[0]:
+            out[key] = ok[0][key]
+    errors = [r["error"] for r in runs if "error" in r]
+    if errors:
+        out["failed_runs"] = errors
+    return out
+
+
+def fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def table(
+    clients: list[Client], datasets: list[Dataset], summary: dict[str, dict[str, Any]]
+) -> str:
+    head = (
+        f"{'client':<16} {'dataset':<9} {'records':>9} {'msgs/s':>10} {'MB/s':>8} "
+        f"{'CPU s':>7} {'RSS MB':>7} {'first s':>7} {'vs akC':>7} {'vs API':>7}  note"
+    )
+    lines = [head, "-" * len(head)]
+    for ds in datasets:
+        ref = summary.get(f"{REFERENCE}/{ds.name}", {})
+        for c in clients:
+            s = summary.get(f"{c.name}/{ds.name}")
+            if s is None:
+                continue
+            if s["status"] != "ok":
+                reason = s.get("skipped") or s.get("error", "?")
+                lines.append(f"{c.name:<16} {ds.name:<9} {s['status']}: {reason}")
+                continue
+            rate = s["msgs_per_s"]
+            vs_ref = None
+            if ref.get("status") == "ok" and rate and ref.get("msgs_per_s"):
+                vs_ref = rate / ref["msgs_per_s"]
+            same = summary.get(f"{SAME_API_REFERENCE.get(c.api, REFERENCE)}/{ds.name}", {})
+            vs_api = None
+            if same.get("status") == "ok" and rate and same.get("msgs_per_s"):
+                vs_api = rate / same["msgs_per_s"]
+            notes = []
+            if "same_rack_share" in s:
+                notes.append(f"same-rack bytes {s['same_rack_share']:.0%}")
+            if s.get("problems"):
+                notes.append("PROBLEMS: " + "; ".join(s["problems"]))
+            if s.get("failed_runs"):
+                notes.append(f"{len(s['failed_runs'])} failed run(s)")
+            lines.append(
+                f"{c.name:<16} {ds.name:<9} {s['records']:>9.0f} {fmt(rate, ',.0f'):>10} "
+                f"{fmt(s['mb_per_s'], '.1f'):>8} {fmt(s['cpu_s'], '.2f'):>7} "
+                f"{fmt(s['rss_mb'], '.0f'):>7} {fmt(s['first_record_s'], '.2f'):>7} "
+                f"{fmt(vs_ref, '.2f'):>7} {fmt(vs_api, '.2f'):>7}  {', '.join(notes)}"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def chart(
+    clients: list[Client], datasets: list[Dataset], summary: dict[str, dict[str, Any]], path: Path
+) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("matplotlib is not installed: no chart")
+        return False
+    cols = 2 if len(datasets) > 1 else 1
+    rows = (len(datasets) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(7 * cols, 0.45 * len(clients) * rows + 1.5))
+    flat = list(axes.flat) if hasattr(axes, "flat") else [axes]
+    for ax, ds in zip(flat, datasets):
+        names, rates, colors = [], [], []
+        for c in clients:
+            s = summary.get(f"{c.name}/{ds.name}", {})
+            if s.get("status") != "ok" or not s.get("msgs_per_s"):
+                continue
+            names.append(c.name)
+            rates.append(s["msgs_per_s"])
+            colors.append("tab:red" if c.library == "rackafka" else "tab:gray")
+        ax.barh(names[::-1], rates[::-1], color=colors[::-1])
+        for y, rate in enumerate(rates[::-1]):
+            ax.text(rate, y, f" {rate / 1000:,.0f}k", va="center", fontsize=8)
+        ax.set_title(f"{ds.name} ({ds.compression}, {ds.value_size} B values)")
+        ax.set_xlabel("records/s (median)")
+        ax.margins(x=0.2)
+    for ax in flat[len(datasets) :]:
+        ax.set_visible(False)
+    fig.suptitle("Consumer throughput on the embedded cluster (higher is better)")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def versions() -> dict[str, str | None]:
+    from importlib import metadata
+
+    out: dict[str, str | None] = {}
+    for dist in (
+        "rackafka",
+        "aiokafka",
+        "kafka-python",
+        "confluent-kafka",
+        "crc32c",
+        "cramjam",
+        "lz4",
+    ):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = None
+    return out
+
+
+def pick(names: str | None, items: Iterable[Any], what: str) -> list[Any]:
+    items = list(items)
+    if not names:
+        return items
+    by_name = {i.name: i for i in items}
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    unknown = [n for n in wanted if n not in by_name]
+    if unknown:
+        raise SystemExit(f"unknown {what}: {', '.join(unknown)}; choose from {', '.join(by_name)}")
+    return [by_name[n] for n in wanted]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="small datasets, 1 repeat")
+    parser.add_argument("--repeat", type=int, default=None, help="runs per measurement (3)")
+    parser.add_argument("--clients", help="comma-separated: " + ",".join(c.name for c in CLIENTS))
+    parser.add_argument("--datasets", help="comma-separated: 100B,100B-lz4,10KB,10KB-lz4")
+    parser.add_argument(
+        "--max-records",
+        type=int,
+        default=None,
+        help="most records per getmany/poll/consume call; 0: no limit "
+        f"(default: {CALL_BYTES:,} bytes' worth, 10,000 records of 100 B)",
+    )
+    parser.add_argument("--out", type=Path, default=RESULTS, help="results directory")
+    parser.add_argument(
+        "--profile", action="store_true", help="cProfile the rackafka children into --out"
+    )
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        return child_main(args.child)
+
+    repeat = args.repeat if args.repeat is not None else (1 if args.quick else 3)
+    if repeat < 1:
+        parser.error("--repeat must be >= 1")
+    datasets = pick(args.datasets, _datasets(args.quick), "dataset")
+    clients = pick(args.clients, CLIENTS, "client")
+    for ds in datasets:
+        ds.check()
+
+    try:
+        from rackafka.testing import EmbeddedCluster
+    except ImportError as exc:
+        raise SystemExit(f"the embedded cluster needs rackafka[testing]: {exc}") from None
+
+    started = time.monotonic()
+    raw: dict[str, list[dict[str, Any]]] = {}
+    skipped: dict[str, dict[str, Any]] = {}
+    highs: dict[str, list[int]] = {}
+    with EmbeddedCluster(brokers=3, racks=RACKS) as cluster:
+        for ds in datasets:
+            t = time.monotonic()
+            highs[ds.name] = produce_dataset(cluster, ds)
+            log(
+                f"produced {ds.name}: {ds.records:,} records in {ds.partitions} partitions "
+                f"({time.monotonic() - t:.1f}s)"
+            )
+        for run in range(repeat):
+            for ds in datasets:
+                for c in clients:
+                    key = f"{c.name}/{ds.name}"
+                    # a missing package stays missing (kafka-python lz4 is per dataset)
+                    skip = skipped.get(key) or skipped.get(c.name)
+                    if skip is not None:
+                        raw.setdefault(key, []).append(skip)
+                        continue
+                    target = c.count(ds)
+                    spec = {
+                        "client": c.name,
+                        "library": c.library,
+                        "api": c.api,
+                        "extension": c.extension,
+                        "rack": c.rack,
+                        "bootstrap": cluster.bootstrap_servers,
+                        "topic": ds.topic,
+                        "partitions": ds.partitions,
+                        "value_size": ds.value_size,
+                        "compression": ds.compression,
+                        "total": ds.records,
+                        "target": target,
+                        "high": highs[ds.name],
+                        "max_records": ds.max_records
+                        if args.max_records is None
+                        else args.max_records,
+                    }
+                    if args.profile and c.library == "rackafka":
+                        args.out.mkdir(parents=True, exist_ok=True)
+                        spec["profile"] = str(args.out / f"profile-{c.name}-{ds.name}.prof")
+                    if c.rack:
+                        cluster.emulate_rack_aware_selector(c.rack, [ds.topic])
+                    try:
+                        result = run_child(spec, c.env, timeout=120 + target / 5_000)
+                    finally:
+                        if c.rack:
+                            cluster.clear_preferred_read_replicas([ds.topic])
+                    result["run"] = run
+                    raw.setdefault(key, []).append(result)
+                    if "skipped" in result:
+                        skipped[key if result.get("per_dataset") else c.name] = result
+                        log(f"[{run + 1}/{repeat}] {key}: skipped ({result['skipped']})")
+                    elif "error" in result:
+                        log(f"[{run + 1}/{repeat}] {key}: ERROR {result['error']}")
+                    else:
+                        log(
+                            f"[{run + 1}/{repeat}] {key}: {result['msgs_per_s']:,.0f} msgs/s "
+                            f"{result['mb_per_s']:.1f} MB/s cpu {result['cpu_s']:.2f}s "
+                            f"rss {result['rss_mb']:.0f} MB"
+                            + (f" {result['problems']}" if result["problems"] else "")
+                        )
+
+    summary = {key: summarize(runs) for key, runs in raw.items()}
+    text = table(clients, datasets, summary)
+    elapsed = time.monotonic() - started
+    print(text)
+    print(
+        f"median of {repeat} run(s); 'vs akC': msgs/s relative to aiokafka-c getmany; "
+        f"'vs API': relative to aiokafka with the same API; total {elapsed:.0f}s"
+    )
+    args.out.mkdir(parents=True, exist_ok=True)
+    report = {
+        "meta": {
+            "python": sys.version.split()[0],
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "versions": versions(),
+            "repeat": repeat,
+            "quick": args.quick,
+            "elapsed_s": elapsed,
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        },
+        "datasets": [{**asdict(ds), "records": ds.records} for ds in datasets],
+        "clients": [asdict(c) for c in clients],
+        "summary": summary,
+        "runs": raw,
+        "table": text,
+    }
+    (args.out / "consume.json").write_text(json.dumps(report, indent=2) + "\n")
+    if chart(clients, datasets, summary, args.out / "consume.png"):
+        log(f"wrote {args.out / 'consume.json'} and {args.out / 'consume.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
