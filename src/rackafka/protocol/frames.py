@@ -140,17 +140,26 @@ class FrameBuffer:
         buf = self._buf
         pos = 0
         n = len(buf)
-        while n - pos >= 4:
-            size = _SIZE.unpack_from(buf, pos)[0]
-            if size < 0 or size > self._max:
-                raise KafkaProtocolError(
-                    f"invalid frame size {size} (allowed 0 to {self._max} bytes)"
-                )
-            if n - pos - 4 < size:
-                break
-            out.append(bytes(buf[pos + 4 : pos + 4 + size]))
-            pos += 4 + size
-        if pos:
+        view = memoryview(buf)
+        try:
+            while n - pos >= 4:
+                size = _SIZE.unpack_from(buf, pos)[0]
+                if size < 0 or size > self._max:
+                    raise KafkaProtocolError(
+                        f"invalid frame size {size} (allowed 0 to {self._max} bytes)"
+                    )
+                if n - pos - 4 < size:
+                    break
+                # One copy per frame (a bytearray slice would make two).
+                out.append(bytes(view[pos + 4 : pos + 4 + size]))
+                pos += 4 + size
+        finally:
+            view.release()
+        if pos == n:
+            # Drop the buffer: ``del buf[:n]`` would keep its capacity (a whole
+            # fetch response) allocated for the life of the connection.
+            self._buf = bytearray()
+        elif pos:
             del buf[:pos]
         return out
 
