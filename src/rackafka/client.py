@@ -158,6 +158,18 @@ class KafkaClient:
 
     # -- lifecycle -------------------------------------------------------------
 
+    async def _open_address(self, host: str, port: int, node_id: int | None = None) -> Connection:
+        """Open and negotiate a connection with this client's settings."""
+        return await Connection.open(
+            host,
+            port,
+            node_id=node_id,
+            client_id=self.client_id,
+            connector=self._connector,
+            request_timeout_ms=self.request_timeout_ms,
+            client_software_version=self._software_version,
+        )
+
     async def bootstrap_cluster(self) -> None:
         """Connect to a bootstrap server and load metadata.
 
@@ -168,14 +180,7 @@ class KafkaClient:
         failures = []
         for host, port in self.bootstrap:
             try:
-                conn = await Connection.open(
-                    host,
-                    port,
-                    client_id=self.client_id,
-                    connector=self._connector,
-                    request_timeout_ms=self.request_timeout_ms,
-                    client_software_version=self._software_version,
-                )
+                conn = await self._open_address(host, port)
             except KafkaError as exc:
                 failures.append(f"{host}:{port} ({exc})")
                 continue
@@ -322,14 +327,7 @@ class KafkaClient:
         failures = []
         for host, port in self.bootstrap:
             try:
-                conn = await Connection.open(
-                    host,
-                    port,
-                    client_id=self.client_id,
-                    connector=self._connector,
-                    request_timeout_ms=self.request_timeout_ms,
-                    client_software_version=self._software_version,
-                )
+                conn = await self._open_address(host, port)
             except KafkaError as exc:
                 failures.append(f"{host}:{port} ({exc})")
                 continue
@@ -407,15 +405,7 @@ class KafkaClient:
 
     async def _open(self, broker: Broker, channel: str = "") -> Connection:
         try:
-            conn = await Connection.open(
-                broker.host,
-                broker.port,
-                node_id=broker.node_id,
-                client_id=self.client_id,
-                connector=self._connector,
-                request_timeout_ms=self.request_timeout_ms,
-                client_software_version=self._software_version,
-            )
+            conn = await self._open_address(broker.host, broker.port, broker.node_id)
         except KafkaError:
             _until, failures = self._node_backoff.get(broker.node_id, (0.0, 0))
             delay = min(self.retry_backoff * (2**failures), self.retry_backoff * 10)
