@@ -9,7 +9,6 @@ the bytes, and decoding the bytes gives the value.
 
 from __future__ import annotations
 
-import struct
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -36,93 +35,25 @@ from rackafka.protocol.apis.offset_fetch import OFFSET_FETCH
 from rackafka.protocol.apis.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from rackafka.protocol.apis.sync_group import SYNC_GROUP
 from rackafka.protocol.schema import Api
-
-# -- hand-written wire helpers (independent of rackafka's codec) -------------------
-
-
-def i8(v: int) -> bytes:
-    return struct.pack(">b", v)
-
-
-def i16(v: int) -> bytes:
-    return struct.pack(">h", v)
-
-
-def i32(v: int) -> bytes:
-    return struct.pack(">i", v)
-
-
-def i64(v: int) -> bytes:
-    return struct.pack(">q", v)
-
-
-def boolean(v: bool) -> bytes:
-    return b"\x01" if v else b"\x00"
-
-
-def uvarint(v: int) -> bytes:
-    out = bytearray()
-    while True:
-        low = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(low | 0x80)
-        else:
-            out.append(low)
-            return bytes(out)
-
-
-def string(s: str | None) -> bytes:
-    """Classic string: int16 length (-1 for null) then UTF-8."""
-    if s is None:
-        return i16(-1)
-    raw = s.encode()
-    return i16(len(raw)) + raw
-
-
-def cstring(s: str | None) -> bytes:
-    """Compact string: uvarint(length + 1) (0 for null) then UTF-8."""
-    if s is None:
-        return uvarint(0)
-    raw = s.encode()
-    return uvarint(len(raw) + 1) + raw
-
-
-def bytes_(b: bytes | None) -> bytes:
-    """Classic bytes: int32 length (-1 for null)."""
-    if b is None:
-        return i32(-1)
-    return i32(len(b)) + b
-
-
-def cbytes(b: bytes | None) -> bytes:
-    """Compact bytes: uvarint(length + 1) (0 for null)."""
-    if b is None:
-        return uvarint(0)
-    return uvarint(len(b) + 1) + b
-
-
-def array(items: list[bytes] | None) -> bytes:
-    """Classic array of already-encoded items: int32 count (-1 for null)."""
-    if items is None:
-        return i32(-1)
-    return i32(len(items)) + b"".join(items)
-
-
-def carray(items: list[bytes] | None) -> bytes:
-    """Compact array: uvarint(count + 1) (0 for null)."""
-    if items is None:
-        return uvarint(0)
-    return uvarint(len(items) + 1) + b"".join(items)
+from tests.protocol._wire import (
+    array,
+    boolean,
+    carray,
+    cstring,
+    i8,
+    i16,
+    i32,
+    i64,
+    string,
+)
+from tests.protocol._wire import blob as bytes_
+from tests.protocol._wire import cblob as cbytes
+from tests.protocol._wire import tags as _tag_section
 
 
 def tags(fields: dict[int, bytes] | None = None) -> bytes:
-    """A tagged-field section: count, then (tag, size, data) in tag order."""
-    fields = fields or {}
-    out = uvarint(len(fields))
-    for tag in sorted(fields):
-        out += uvarint(tag) + uvarint(len(fields[tag])) + fields[tag]
-    return out
+    """A tagged-field section from a ``{tag: data}`` dict, in tag order."""
+    return _tag_section(*sorted((fields or {}).items()))
 
 
 NO_TAGS = tags()
