@@ -11,7 +11,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[test,spark]'
 	touch $(STAMP)
 
 lint: venv
@@ -30,7 +30,7 @@ BENCH_VENV ?= .venv-bench
 $(BENCH_VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/python -m pip install -q --upgrade pip
-	$(BENCH_VENV)/bin/python -m pip install -q -e '.[test,bench]'
+	$(BENCH_VENV)/bin/python -m pip install -q -e '.[test,bench,spark]'
 	touch $@
 
 bench-records: $(BENCH_VENV)/.installed

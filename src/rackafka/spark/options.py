@@ -1,0 +1,442 @@
+"""Options of the ``rackafka`` Spark source: parsed and checked without Spark.
+
+The names follow Spark's own Kafka source (``kafka.bootstrap.servers``, ``subscribe``,
+``startingOffsets``, ...) so that a pipeline moves over by changing its ``format``.
+Spark hands the options over case-insensitively (lower-cased); so does :func:`parse_options`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from rackafka.errors import KafkaConfigurationError
+
+__all__ = [
+    "CLIENT_RACK_ENV",
+    "EARLIEST",
+    "LATEST",
+    "InvalidOptionError",
+    "OffsetSpec",
+    "SourceOptions",
+    "parse_options",
+    "resolve_client_rack",
+]
+
+#: The environment variable that ``kafka.client.rack=auto`` reads on each executor.
+CLIENT_RACK_ENV = "RACKAFKA_CLIENT_RACK"
+
+#: Offset placeholders of Spark's JSON offsets: -2 is the earliest offset, -1 the latest.
+EARLIEST = -2
+LATEST = -1
+
+
+class InvalidOptionError(KafkaConfigurationError, ValueError):
+    """An option of the ``rackafka`` source is unknown, missing or has an invalid value.
+
+    The message names the option.
+    """
+
+
+# Spark's Kafka consumer property names, mapped to AIOKafkaConsumer keywords, with the
+# type their value is converted to.
+_CONSUMER_OPTIONS: dict[str, tuple[str, type]] = {
+    "kafka.client.id": ("client_id", str),
+    "kafka.isolation.level": ("isolation_level", str),
+    "kafka.fetch.max.bytes": ("fetch_max_bytes", int),
+    "kafka.fetch.min.bytes": ("fetch_min_bytes", int),
+    "kafka.fetch.max.wait.ms": ("fetch_max_wait_ms", int),
+    "kafka.max.partition.fetch.bytes": ("max_partition_fetch_bytes", int),
+    "kafka.request.timeout.ms": ("request_timeout_ms", int),
+    "kafka.retry.backoff.ms": ("retry_backoff_ms", int),
+    "kafka.metadata.max.age.ms": ("metadata_max_age_ms", int),
+    "kafka.connections.max.idle.ms": ("connections_max_idle_ms", int),
+    "kafka.check.crcs": ("check_crcs", bool),
+    "kafka.security.protocol": ("security_protocol", str),
+    "kafka.sasl.mechanism": ("sasl_mechanism", str),
+}
+
+# Kafka consumer properties that the source sets itself (as Spark's source does).
+_OWNED_BY_SOURCE = {
+    "kafka.group.id": "the source reads offset ranges without a consumer group",
+    "kafka.auto.offset.reset": "use startingOffsets; where records are gone, failOnDataLoss",
+    "kafka.enable.auto.commit": "the source keeps its offsets in Spark's checkpoint",
+    "kafka.key.deserializer": "keys are always read as binary; cast them in a query",
+    "kafka.value.deserializer": "values are always read as binary; cast them in a query",
+    "kafka.interceptor.classes": "rackafka is not the Java client",
+}
+
+# Options of Spark's Kafka source that rackafka does not offer (yet): a clear error rather
+# than a silently different query.
+_NOT_SUPPORTED = (
+    "startingoffsetsbytimestamp",
+    "endingoffsetsbytimestamp",
+    "startingtimestamp",
+    "endingtimestamp",
+    "startingoffsetsbytimestampstrategy",
+    "minoffsetspertrigger",
+    "maxtriggerdelay",
+    "groupidprefix",
+    "kafka.sasl.jaas.config",
+)
+
+_SOURCE_OPTIONS = (
+    "kafka.bootstrap.servers",
+    "kafka.client.rack",
+    "subscribe",
+    "subscribepattern",
+    "assign",
+    "startingoffsets",
+    "endingoffsets",
+    "maxoffsetspertrigger",
+    "minpartitions",
+    "includeheaders",
+    "failondataloss",
+    "kafkaconsumer.polltimeoutms",
+    "fetchoffset.numretries",
+    "fetchoffset.retryintervalms",
+    "rackafka.metricspath",
+)
+
+# The names as users write them, for messages.
+_DISPLAY = {
+    "subscribepattern": "subscribePattern",
+    "startingoffsets": "startingOffsets",
+    "endingoffsets": "endingOffsets",
+    "maxoffsetspertrigger": "maxOffsetsPerTrigger",
+    "minpartitions": "minPartitions",
+    "includeheaders": "includeHeaders",
+    "failondataloss": "failOnDataLoss",
+    "kafkaconsumer.polltimeoutms": "kafkaConsumer.pollTimeoutMs",
+    "fetchoffset.numretries": "fetchOffset.numRetries",
+    "fetchoffset.retryintervalms": "fetchOffset.retryIntervalMs",
+    "rackafka.metricspath": "rackafka.metricsPath",
+    "startingoffsetsbytimestamp": "startingOffsetsByTimestamp",
+    "endingoffsetsbytimestamp": "endingOffsetsByTimestamp",
+    "startingtimestamp": "startingTimestamp",
+    "endingtimestamp": "endingTimestamp",
+    "startingoffsetsbytimestampstrategy": "startingOffsetsByTimestampStrategy",
+    "minoffsetspertrigger": "minOffsetsPerTrigger",
+    "maxtriggerdelay": "maxTriggerDelay",
+    "groupidprefix": "groupIdPrefix",
+}
+
+
+def _name(key: str) -> str:
+    return _DISPLAY.get(key, key)
+
+
+@dataclass(frozen=True)
+class OffsetSpec:
+    """Where reading starts or ends: ``earliest``, ``latest`` or offsets per partition.
+
+    ``offsets`` maps ``(topic, partition)`` to an offset, :data:`EARLIEST` (-2) or
+    :data:`LATEST` (-1); it is set only when ``kind`` is ``"offsets"``.
+    """
+
+    kind: Literal["earliest", "latest", "offsets"]
+    offsets: Mapping[tuple[str, int], int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    """The checked options of one ``rackafka`` read; plain data, picklable."""
+
+    bootstrap_servers: str
+    #: ``"subscribe"``, ``"subscribePattern"`` or ``"assign"``.
+    strategy: str
+    topics: tuple[str, ...] = ()
+    pattern: str | None = None
+    assigned: tuple[tuple[str, int], ...] = ()
+    starting: OffsetSpec | None = None
+    ending: OffsetSpec | None = None
+    max_offsets_per_trigger: int | None = None
+    min_partitions: int | None = None
+    include_headers: bool = False
+    fail_on_data_loss: bool = True
+    #: ``"auto"``: each task reads :data:`CLIENT_RACK_ENV` on its executor;
+    #: ``None``: no rack; otherwise the rack of every task.
+    client_rack: str | None = "auto"
+    poll_timeout_ms: int = 120_000
+    offset_retries: int = 3
+    offset_retry_interval_ms: int = 1_000
+    metrics_path: str | None = None
+    #: Keywords for :class:`~rackafka.AIOKafkaConsumer` from the ``kafka.*`` options.
+    consumer: Mapping[str, Any] = field(default_factory=dict)
+
+    def starting_or(self, default: str) -> OffsetSpec:
+        """``startingOffsets``, or ``default`` when it was not given."""
+        return self.starting or OffsetSpec(default)  # type: ignore[arg-type]
+
+    def ending_or(self, default: str) -> OffsetSpec:
+        """``endingOffsets``, or ``default`` when it was not given."""
+        return self.ending or OffsetSpec(default)  # type: ignore[arg-type]
+
+
+def resolve_client_rack(
+    setting: str | None, environ: Mapping[str, str] | None = None
+) -> str | None:
+    """The rack a task reads from, given the ``kafka.client.rack`` setting.
+
+    ``"auto"`` takes :data:`CLIENT_RACK_ENV` from the environment of the process (on Spark:
+    the executor's), and no rack when it is unset or empty; any other value is used as is.
+    """
+    if setting != "auto":
+        return setting
+    env = os.environ if environ is None else environ
+    return env.get(CLIENT_RACK_ENV, "").strip() or None
+
+
+def _bool(key: str, value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    raise InvalidOptionError(f"option {_name(key)} must be 'true' or 'false', not {value!r}")
+
+
+def _int(key: str, value: str, minimum: int) -> int:
+    try:
+        number = int(value.strip())
+    except (TypeError, ValueError):
+        raise InvalidOptionError(f"option {_name(key)} must be an integer, not {value!r}") from None
+    if number < minimum:
+        raise InvalidOptionError(f"option {_name(key)} must be at least {minimum}, not {number}")
+    return number
+
+
+def _json_object(key: str, value: str) -> dict[str, Any]:
+    try:
+        parsed = json.loads(value)
+    except ValueError as exc:
+        raise InvalidOptionError(
+            f"option {_name(key)} is not valid JSON ({exc}): {value!r}"
+        ) from None
+    if not isinstance(parsed, dict):
+        raise InvalidOptionError(f"option {_name(key)} must be a JSON object, not {value!r}")
+    return parsed
+
+
+def _assign(value: str) -> tuple[tuple[str, int], ...]:
+    parsed = _json_object("assign", value)
+    out: list[tuple[str, int]] = []
+    for topic, parts in parsed.items():
+        if not topic or not isinstance(parts, list) or not parts:
+            raise InvalidOptionError(
+                f'option assign must look like {{"topicA":[0,1],"topicB":[2]}}, not {value!r}'
+            )
+        for p in parts:
+            if not isinstance(p, int) or isinstance(p, bool) or p < 0:
+                raise InvalidOptionError(
+                    f"option assign: partition {p!r} of topic {topic!r} is not a partition number"
+                )
+            out.append((topic, p))
+    return tuple(sorted(set(out)))
+
+
+def _offset_spec(key: str, value: str, allowed: tuple[str, ...]) -> OffsetSpec:
+    text = value.strip()
+    lowered = text.lower()
+    if lowered in ("earliest", "latest"):
+        if lowered not in allowed:
+            raise InvalidOptionError(f"option {_name(key)} cannot be {lowered!r} for this query")
+        return OffsetSpec(lowered)  # type: ignore[arg-type]
+    if not text.startswith("{"):
+        raise InvalidOptionError(
+            f"option {_name(key)} must be 'earliest', 'latest' or JSON offsets per partition "
+            f'such as {{"topicA":{{"0":23,"1":-2}}}}, not {value!r}'
+        )
+    parsed = _json_object(key, text)
+    offsets: dict[tuple[str, int], int] = {}
+    for topic, parts in parsed.items():
+        if not isinstance(parts, dict) or not parts:
+            raise InvalidOptionError(
+                f"option {_name(key)}: topic {topic!r} must map partitions to offsets, "
+                f'as in {{{json.dumps(topic)}:{{"0":23}}}}'
+            )
+        for p, off in parts.items():
+            try:
+                partition = int(p)
+            except ValueError:
+                partition = -1
+            if partition < 0:
+                raise InvalidOptionError(
+                    f"option {_name(key)}: {p!r} of topic {topic!r} is not a partition number"
+                )
+            if not isinstance(off, int) or isinstance(off, bool) or off < EARLIEST:
+                raise InvalidOptionError(
+                    f"option {_name(key)}: the offset of {topic}-{partition} must be an offset, "
+                    f"-2 (earliest) or -1 (latest), not {off!r}"
+                )
+            offsets[(topic, partition)] = off
+    return OffsetSpec("offsets", offsets)
+
+
+def _consumer_option(key: str, value: str, consumer: dict[str, Any]) -> None:
+    if key in _OWNED_BY_SOURCE:
+        raise InvalidOptionError(f"option {key} is not supported: {_OWNED_BY_SOURCE[key]}")
+    spec = _CONSUMER_OPTIONS.get(key)
+    if spec is None:
+        known = ", ".join(sorted(_CONSUMER_OPTIONS))
+        raise InvalidOptionError(
+            f"unknown Kafka consumer option {key}; the kafka.* options rackafka knows are "
+            f"kafka.bootstrap.servers, kafka.client.rack, {known}"
+        )
+    keyword, kind = spec
+    if kind is int:
+        consumer[keyword] = _int(key, value, 0)
+    elif kind is bool:
+        consumer[keyword] = _bool(key, value)
+    else:
+        consumer[keyword] = value.strip()
+    if keyword == "isolation_level":
+        consumer[keyword] = consumer[keyword].lower()
+        if consumer[keyword] not in ("read_uncommitted", "read_committed"):
+            raise InvalidOptionError(
+                f"option {key} must be 'read_uncommitted' or 'read_committed', not {value!r}"
+            )
+
+
+def _check_consumer(servers: str, consumer: dict[str, Any]) -> None:
+    """Let the consumer judge the values (ranges, combinations) and name the option."""
+    from rackafka.consumer.consumer import AIOKafkaConsumer
+
+    try:
+        AIOKafkaConsumer(bootstrap_servers=servers, **consumer)
+    except KafkaConfigurationError as exc:
+        message = str(exc).removeprefix("KafkaConfigurationError: ")
+        for option, (keyword, _kind) in _CONSUMER_OPTIONS.items():
+            message = re.sub(rf"\b{keyword}\b", option, message)
+        raise InvalidOptionError(f"invalid Kafka consumer option: {message}") from None
+
+
+def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
+    """Check the options of a read and turn them into :class:`SourceOptions`.
+
+    Arguments:
+        options: the options given to ``spark.read``/``spark.readStream`` (any case).
+        streaming: ``True`` for ``readStream``: ``endingOffsets`` is refused and
+            ``startingOffsets`` defaults to ``latest``; batch reads refuse
+            ``maxOffsetsPerTrigger``, a ``latest`` start and an ``earliest`` end.
+
+    Raises:
+        InvalidOptionError: an option is unknown, missing, or has an invalid value;
+            the message names it.
+    """
+    opts: dict[str, str] = {}
+    for raw_key, raw_value in options.items():
+        key = str(raw_key).lower()
+        if key in opts:
+            raise InvalidOptionError(f"option {raw_key} is given twice")
+        opts[key] = "" if raw_value is None else str(raw_value)
+
+    consumer: dict[str, Any] = {}
+    for key in sorted(opts):
+        if key in _NOT_SUPPORTED:
+            raise InvalidOptionError(
+                f"option {_name(key)} of Spark's Kafka source is not supported by rackafka"
+            )
+        if key in _SOURCE_OPTIONS:
+            continue
+        if key.startswith("kafka."):
+            _consumer_option(key, opts[key], consumer)
+            continue
+        raise InvalidOptionError(
+            f"unknown option {key!r} for the rackafka source; known options: "
+            + ", ".join(_name(k) for k in _SOURCE_OPTIONS)
+            + " and kafka.* consumer options"
+        )
+
+    servers = opts.get("kafka.bootstrap.servers", "").strip()
+    if not servers:
+        raise InvalidOptionError("option kafka.bootstrap.servers is required (host:port,...)")
+
+    chosen = [k for k in ("subscribe", "subscribepattern", "assign") if k in opts]
+    if len(chosen) != 1:
+        raise InvalidOptionError(
+            "exactly one of the options assign, subscribe or subscribePattern must be given, "
+            f"not {[_name(k) for k in chosen] or 'none'}"
+        )
+    strategy = chosen[0]
+    topics: tuple[str, ...] = ()
+    pattern: str | None = None
+    assigned: tuple[tuple[str, int], ...] = ()
+    if strategy == "subscribe":
+        topics = tuple(dict.fromkeys(t.strip() for t in opts["subscribe"].split(",") if t.strip()))
+        if not topics:
+            raise InvalidOptionError("option subscribe must list at least one topic")
+    elif strategy == "subscribepattern":
+        pattern = opts["subscribepattern"].strip()
+        if not pattern:
+            raise InvalidOptionError("option subscribePattern must not be empty")
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise InvalidOptionError(
+                f"option subscribePattern is not a valid regular expression: {exc}"
+            ) from None
+    else:
+        assigned = _assign(opts["assign"])
+
+    starting = ending = None
+    if "startingoffsets" in opts:
+        allowed = ("earliest", "latest") if streaming else ("earliest",)
+        starting = _offset_spec("startingoffsets", opts["startingoffsets"], allowed)
+        if not streaming and any(v == LATEST for v in starting.offsets.values()):
+            raise InvalidOptionError(
+                "option startingOffsets cannot use -1 (latest) in a batch query"
+            )
+    if "endingoffsets" in opts:
+        if streaming:
+            raise InvalidOptionError("option endingOffsets is for batch queries only")
+        ending = _offset_spec("endingoffsets", opts["endingoffsets"], ("latest",))
+        if any(v == EARLIEST for v in ending.offsets.values()):
+            raise InvalidOptionError("option endingOffsets cannot use -2 (earliest)")
+    for spec, key in ((starting, "startingoffsets"), (ending, "endingoffsets")):
+        if spec is not None and spec.kind == "offsets" and strategy == "assign":
+            extra = sorted(set(spec.offsets) - set(assigned))
+            if extra:
+                raise InvalidOptionError(
+                    f"option {_name(key)} names partitions that assign does not: "
+                    + ", ".join(f"{t}-{p}" for t, p in extra)
+                )
+
+    max_per_trigger = None
+    if "maxoffsetspertrigger" in opts:
+        if not streaming:
+            raise InvalidOptionError("option maxOffsetsPerTrigger is for streaming queries only")
+        max_per_trigger = _int("maxoffsetspertrigger", opts["maxoffsetspertrigger"], 1)
+    min_partitions = None
+    if "minpartitions" in opts:
+        min_partitions = _int("minpartitions", opts["minpartitions"], 1)
+
+    _check_consumer(servers, consumer)
+    rack_setting = opts.get("kafka.client.rack", "auto").strip()
+    client_rack: str | None = rack_setting or None
+
+    return SourceOptions(
+        bootstrap_servers=servers,
+        strategy=_name(strategy),
+        topics=topics,
+        pattern=pattern,
+        assigned=assigned,
+        starting=starting,
+        ending=ending,
+        max_offsets_per_trigger=max_per_trigger,
+        min_partitions=min_partitions,
+        include_headers=_bool("includeheaders", opts.get("includeheaders", "false")),
+        fail_on_data_loss=_bool("failondataloss", opts.get("failondataloss", "true")),
+        client_rack=client_rack,
+        poll_timeout_ms=_int(
+            "kafkaconsumer.polltimeoutms", opts.get("kafkaconsumer.polltimeoutms", "120000"), 1
+        ),
+        offset_retries=_int("fetchoffset.numretries", opts.get("fetchoffset.numretries", "3"), 0),
+        offset_retry_interval_ms=_int(
+            "fetchoffset.retryintervalms", opts.get("fetchoffset.retryintervalms", "1000"), 0
+        ),
+        metrics_path=opts.get("rackafka.metricspath") or None,
+        consumer=consumer,
+    )

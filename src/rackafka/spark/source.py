@@ -1,0 +1,236 @@
+"""The ``rackafka`` source for PySpark's Python Data Source API (pyspark 4)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    InputPartition,
+)
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from rackafka.spark.options import InvalidOptionError, SourceOptions, parse_options
+from rackafka.spark.planning import (
+    OffsetRange,
+    Snapshot,
+    describe,
+    offsets_from_json,
+    offsets_to_json,
+    plan_ranges,
+    rate_limit,
+    resolve_offsets,
+    split_ranges,
+)
+from rackafka.spark.reader import arrow_schema, read_range
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from rackafka.structs import TopicPartition
+
+__all__ = ["RackafkaDataSource", "RangePartition", "kafka_schema"]
+
+
+def kafka_schema(include_headers: bool = False) -> StructType:
+    """The schema of the rows: the same as Spark's Kafka source."""
+    fields = [
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("timestamp", TimestampType()),
+        StructField("timestampType", IntegerType()),
+    ]
+    if include_headers:
+        header = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
+        fields.append(StructField("headers", ArrayType(header)))
+    return StructType(fields)
+
+
+class RangePartition(InputPartition):
+    """One Spark task: the offsets ``[start, end)`` of one topic partition."""
+
+    def __init__(self, rng: OffsetRange) -> None:
+        super().__init__(rng)
+        self.range = rng
+
+    def __repr__(self) -> str:
+        r = self.range
+        return f"RangePartition({r.topic}-{r.partition} [{r.start}, {r.end}))"
+
+
+class RackafkaDataSource(DataSource):
+    """Kafka topics as a Spark source, read with rackafka from each executor's own rack.
+
+    Register it with :func:`rackafka.spark.register`, then::
+
+        df = (
+            spark.read.format("rackafka")
+            .option("kafka.bootstrap.servers", "broker1:9092,broker2:9092")
+            .option("subscribe", "events")
+            .load()
+        )
+
+    The options are those of Spark's Kafka source (``subscribe``, ``subscribePattern``,
+    ``assign``, ``startingOffsets``, ``endingOffsets``, ``maxOffsetsPerTrigger``,
+    ``minPartitions``, ``includeHeaders``, ``failOnDataLoss``, ``kafka.*``), plus
+    ``kafka.client.rack=auto`` (the default: each task reads the ``RACKAFKA_CLIENT_RACK``
+    environment variable of its executor) and ``rackafka.metricsPath`` (a directory where
+    each task writes what it read from which rack).
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        return "rackafka"
+
+    def schema(self) -> StructType:
+        value = str(self.options.get("includeHeaders", "false")).strip().lower()
+        if value not in ("true", "false"):
+            raise InvalidOptionError(
+                f"option includeHeaders must be 'true' or 'false', not {value!r}"
+            )
+        return kafka_schema(value == "true")
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return BatchReader(parse_options(dict(self.options), streaming=False), schema)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 (Spark API)
+        return StreamReader(parse_options(dict(self.options), streaming=True), schema)
+
+
+def _read(opts: SourceOptions, schema: StructType, partition: InputPartition) -> Iterator[Any]:
+    rng = getattr(partition, "range", None)
+    if rng is None:  # Spark's placeholder when there is nothing to read
+        return iter(())
+    return read_range(opts, rng, _arrow(schema))
+
+
+def _arrow(schema: StructType) -> pa.Schema:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(schema, timezone="UTC")
+
+
+def _check_schema(schema: StructType, opts: SourceOptions) -> None:
+    expected = kafka_schema(opts.include_headers)
+    if [f.name for f in schema.fields] != [f.name for f in expected.fields]:
+        raise InvalidOptionError(
+            "the rackafka source has a fixed schema (that of Spark's Kafka source): "
+            f"{expected.simpleString()}; cast or select columns in the query instead of "
+            "passing a schema"
+        )
+    # Our Arrow batches must match what Spark expects exactly.
+    if not arrow_schema(opts.include_headers).equals(_arrow(schema)):
+        raise InvalidOptionError(
+            f"the schema {schema.simpleString()} does not match the rackafka source's "
+            f"{expected.simpleString()}"
+        )
+
+
+class BatchReader(DataSourceReader):
+    """``spark.read``: offset ranges fixed when the query is planned."""
+
+    def __init__(self, opts: SourceOptions, schema: StructType) -> None:
+        _check_schema(schema, opts)
+        self.opts = opts
+        self.schema = schema
+
+    def partitions(self) -> Sequence[InputPartition]:
+        opts = self.opts
+        snapshot = asyncio.run(describe(opts))
+        start = resolve_offsets(opts.starting_or("earliest"), snapshot, "startingOffsets")
+        end = resolve_offsets(opts.ending_or("latest"), snapshot, "endingOffsets")
+        for tp in sorted(end):
+            if start[tp] > end[tp]:
+                raise InvalidOptionError(
+                    f"startingOffsets ({start[tp]}) is after endingOffsets ({end[tp]}) "
+                    f"for {tp.topic}-{tp.partition}"
+                )
+        ranges = plan_ranges(start, end, snapshot.earliest, opts.fail_on_data_loss)
+        return [RangePartition(r) for r in split_ranges(ranges, opts.min_partitions)]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        return _read(self.opts, self.schema, partition)
+
+
+class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """``spark.readStream``: micro-batches of offset ranges; offsets in the checkpoint."""
+
+    def __init__(self, opts: SourceOptions, schema: StructType) -> None:
+        _check_schema(schema, opts)
+        self.opts = opts
+        self.schema = schema
+        # Trigger.AvailableNow: the latest offsets when the query started.
+        self.target: dict[TopicPartition, int] | None = None
+
+    def _snapshot(self) -> Snapshot:
+        return asyncio.run(describe(self.opts))
+
+    def initialOffset(self) -> dict[str, Any]:  # noqa: N802 (Spark API)
+        snapshot = self._snapshot()
+        start = resolve_offsets(self.opts.starting_or("latest"), snapshot, "startingOffsets")
+        return offsets_to_json(start)
+
+    def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802 (Spark API)
+        self.target = dict(self._snapshot().latest)
+
+    def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802 (Spark API)
+        if self.opts.max_offsets_per_trigger is not None:
+            return ReadMaxRows(self.opts.max_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:  # noqa: N802 (Spark API)
+        begin = offsets_from_json(start)
+        snapshot = self._snapshot()
+        # Partitions that are gone are left out: partitions() reports their loss.
+        latest = dict(snapshot.latest)
+        if self.target is not None:
+            # Nothing after what was there when the AvailableNow query started.
+            target = self.target
+            latest = {
+                tp: min(off, target[tp]) if tp in target else begin[tp]
+                for tp, off in latest.items()
+                if tp in target or tp in begin
+            }
+        if isinstance(limit, ReadMaxRows):
+            known = {tp: begin.get(tp, snapshot.earliest.get(tp, 0)) for tp in latest}
+            latest = rate_limit(known, latest, limit.max_rows)
+        return offsets_to_json(latest)
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        ranges = plan_ranges(
+            offsets_from_json(start), offsets_from_json(end), None, self.opts.fail_on_data_loss
+        )
+        return [RangePartition(r) for r in split_ranges(ranges, self.opts.min_partitions)]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        return _read(self.opts, self.schema, partition)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Nothing to do: the offsets live in Spark's checkpoint, not in Kafka."""
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["target"] = None
+        return state
