@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test venv lint typecheck unit demo bench-records bench-consume clean
+.PHONY: test venv lint typecheck unit demo bench-records bench-consume bench-spark clean
 
 venv: $(STAMP)
 
@@ -39,9 +39,14 @@ bench-records: $(BENCH_VENV)/.installed
 bench-consume: $(BENCH_VENV)/.installed
 	$(BENCH_VENV)/bin/python benchmarks/consume.py $(BENCH_ARGS)
 
-# The main job on the embedded 3-rack cluster: reads without and with client_rack.
+bench-spark: $(BENCH_VENV)/.installed
+	$(BENCH_VENV)/bin/python benchmarks/spark_read.py $(BENCH_ARGS)
+
+# The main job on the embedded 3-rack cluster: reads without and with client_rack, then a
+# consumer group, then the Spark pipeline (needs Java 17+).
 demo: venv
 	$(BIN)/python examples/demo.py $(DEMO_ARGS)
+	$(BIN)/python examples/pipeline.py $(PIPELINE_ARGS)
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -23,6 +23,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from rackafka.client import KafkaClient
@@ -203,6 +204,7 @@ class Fetcher:
         consumer_timeout_ms: int = 200,
         key_deserializer: Callable[[Any], Any] | None = None,
         value_deserializer: Callable[[Any], Any] | None = None,
+        record_tuples: bool = False,
     ) -> None:
         self._client = client
         self._cluster: ClusterMetadata = client.cluster
@@ -239,6 +241,11 @@ class Fetcher:
         self._leader_epochs: dict[TopicPartition, int] = {}
         self._stats = FetchStats(client_rack)
         self._factories: dict[TopicPartition, Callable[..., Any]] = {}
+        #: Records as the decoder's plain 9-tuples (offset first) instead of ConsumerRecord.
+        self._record_tuples = record_tuples
+        self._offset_of: Callable[[Any], int] = (
+            itemgetter(0) if record_tuples else attrgetter("offset")
+        )
         self._wakeup = asyncio.Event()
         #: Looks up committed offsets (set by the consumer when it has a group_id).
         self.committed_lookup: Callable[[list[TopicPartition]], Awaitable[Any]] | None = None
@@ -438,14 +445,16 @@ class Fetcher:
                 if state is not None and not state.paused and state.position is not None:
                     record = buf.pending[pos]
                     buf.pending_pos = pos + 1
-                    state.position = record.offset + 1
+                    state.position = self._offset_of(record) + 1
                     self._count(buf.node).records += 1
                     return record
         for records in self.drain(partitions, 1).values():
             return records[0]
         return None
 
-    def _factory(self, tp: TopicPartition) -> Callable[..., Any]:
+    def _factory(self, tp: TopicPartition) -> Callable[..., Any] | None:
+        if self._record_tuples:
+            return None  # the decoder's own tuples
         factory = self._factories.get(tp)
         if factory is not None:
             return factory
@@ -563,7 +572,7 @@ class Fetcher:
                 buf.pending_pos = end
                 if chunk:
                     taken.extend(chunk)
-                    position = chunk[-1].offset + 1
+                    position = self._offset_of(chunk[-1]) + 1
                 if buf.pending_pos < len(pending):
                     break  # budget reached mid-batch
                 position = max(position, buf.pending_next)
@@ -594,8 +603,9 @@ class Fetcher:
                 state.position = position
                 state.fetch_position = position
                 return taken
-            if records and records[0].offset < position:
-                records = [r for r in records if r.offset >= position]
+            if records and self._offset_of(records[0]) < position:
+                offset_of = self._offset_of
+                records = [r for r in records if offset_of(r) >= position]
             buf.pending = records
             buf.pending_pos = 0
             buf.pending_next = next_offset
@@ -641,11 +651,7 @@ class Fetcher:
                 waiters.add(wakeup_task)
                 timeout = max(0.0, deadline - time.monotonic())
                 await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-                for node, entry in list(self._inflight.items()):
-                    if entry.future.done():
-                        del self._inflight[node]
-                        self._inflight_tps.difference_update(entry.offsets)
-                        self._handle_fetch(entry)
+                self._handle_done()
         except asyncio.CancelledError:
             raise
         except Exception:  # pragma: no cover - a bug here must be loud, not a silent stall
@@ -654,6 +660,18 @@ class Fetcher:
         finally:
             if wakeup_task is not None:
                 wakeup_task.cancel()
+
+    def _handle_done(self) -> None:
+        """Handle the fetch responses that arrived.
+
+        A method of its own so that no local of :meth:`_run` keeps a response (and
+        with it every partition's record data) alive while the loop waits.
+        """
+        for node, entry in list(self._inflight.items()):
+            if entry.future.done():
+                del self._inflight[node]
+                self._inflight_tps.difference_update(entry.offsets)
+                self._handle_fetch(entry)
 
     # -- offset lookups (resets and KIP-320 validation), always to the leader ------------
 

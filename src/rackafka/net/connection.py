@@ -309,18 +309,12 @@ class Connection:
 
     async def _read_loop(self) -> None:
         read = self._reader.read
-        fb = self._frames
         try:
             while True:
-                data = await read(_READ_CHUNK)
-                if not data:
-                    raise KafkaConnectionError(
-                        f"connection to {self.host}:{self.port} closed by the broker"
-                    )
-                self.stats.bytes_received += len(data)
-                fb.feed(data)
-                for frame in fb.frames():
-                    self._dispatch(frame)
+                # No local of this coroutine refers to the data while it waits for
+                # more: a chunk or a frame kept alive across the ``await`` would keep
+                # up to a whole fetch response per connection in memory.
+                self._received(await read(_READ_CHUNK))
         except asyncio.CancelledError:
             raise
         except (OSError, KafkaError) as exc:
@@ -329,7 +323,19 @@ class Connection:
             log.exception("%s: reader failed", self)
             self.close(exc)
 
-    def _dispatch(self, frame: bytes) -> None:
+    def _received(self, data: bytes) -> None:
+        """Split ``data`` into frames and dispatch them."""
+        if not data:
+            raise KafkaConnectionError(
+                f"connection to {self.host}:{self.port} closed by the broker"
+            )
+        self.stats.bytes_received += len(data)
+        fb = self._frames
+        fb.feed(data)
+        for frame in fb.frames():
+            self._dispatch(frame)
+
+    def _dispatch(self, frame: bytes | bytearray) -> None:
         corr = frames.peek_correlation_id(frame)
         entry = self._waiters.pop(corr, None)
         if entry is None:

@@ -97,27 +97,36 @@ def encode_response(api: Api, version: int, correlation_id: int, response: Any) 
     return bytes(out)
 
 
-def peek_correlation_id(frame: bytes) -> int:
+def peek_correlation_id(frame: bytes | bytearray) -> int:
     """The correlation id that starts every response frame body."""
     if len(frame) < 4:
         raise KafkaProtocolError(f"response frame of {len(frame)} bytes has no correlation id")
     return int(_CORR.unpack_from(frame, 0)[0])
 
 
-def decode_response(api: Api, version: int, frame: bytes) -> Any:
+def decode_response(api: Api, version: int, frame: bytes | bytearray) -> Any:
     """Decode a response frame body (without its size prefix).
 
     Bytes after the last field we know are ignored, as Kafka's own clients do
     (some brokers append fields or padding; librdkafka's mock writes one extra
     byte at the end of Metadata v12).
+
+    A ``bytearray`` frame (as :class:`FrameBuffer` gives big ones) is read
+    through a view, so that each bytes field (the record data of a fetch) is
+    copied out of it once; a bytearray slice would be a second copy.
     """
-    pos = 4
-    if api.response_header_version(version) >= 1:
-        try:
-            pos = _skip_tagged(frame, pos)
-        except IndexError as exc:
-            raise KafkaProtocolError("truncated response header") from exc
-    return api.decode_response(version, frame, pos, exact=False)
+    buf: Any = memoryview(frame) if isinstance(frame, bytearray) else frame
+    try:
+        pos = 4
+        if api.response_header_version(version) >= 1:
+            try:
+                pos = _skip_tagged(buf, pos)
+            except IndexError as exc:
+                raise KafkaProtocolError("truncated response header") from exc
+        return api.decode_response(version, buf, pos, exact=False)
+    finally:
+        if buf is not frame:
+            buf.release()
 
 
 class FrameBuffer:
@@ -126,28 +135,44 @@ class FrameBuffer:
     ``feed`` data as it arrives, then take complete frame bodies (without the
     size prefix) from ``frames()``.  A negative or oversized size prefix raises
     :class:`KafkaProtocolError`: the stream cannot be resynchronised after it.
+
+    A frame that is all the buffer holds (the common case for a big response,
+    read to its end before the next one starts) is given without a copy: it is
+    the buffer itself, a ``bytearray``, and a new buffer is started.  Other
+    frames are copied out as ``bytes``.
     """
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
         self._buf = bytearray()
         self._max = max_frame_size
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
         self._buf += data
 
-    def frames(self) -> list[bytes]:
-        out = []
+    def _check(self, size: int) -> None:
+        if size < 0 or size > self._max:
+            raise KafkaProtocolError(f"invalid frame size {size} (allowed 0 to {self._max} bytes)")
+
+    def frames(self) -> list[bytes | bytearray]:
+        """Take the complete frame bodies buffered so far, in order."""
         buf = self._buf
-        pos = 0
         n = len(buf)
+        if n < 4:
+            return []
+        size = _SIZE.unpack_from(buf, 0)[0]
+        if size == n - 4:
+            self._check(size)
+            # Hand the buffer over: dropping the size prefix only moves its start.
+            del buf[:4]
+            self._buf = bytearray()
+            return [buf]
+        out: list[bytes | bytearray] = []
+        pos = 0
         view = memoryview(buf)
         try:
             while n - pos >= 4:
                 size = _SIZE.unpack_from(buf, pos)[0]
-                if size < 0 or size > self._max:
-                    raise KafkaProtocolError(
-                        f"invalid frame size {size} (allowed 0 to {self._max} bytes)"
-                    )
+                self._check(size)
                 if n - pos - 4 < size:
                     break
                 # One copy per frame (a bytearray slice would make two).

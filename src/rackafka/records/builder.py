@@ -6,8 +6,7 @@ import struct
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import crc32c
-
+from rackafka.records._crc import crc32c
 from rackafka.records._varint import encode_varint
 from rackafka.records.compression import CODEC_NONE, compress
 from rackafka.records.default_records import CONTROL_COMMIT, CRC_START, HEADER, HEADER_SIZE
@@ -170,7 +169,7 @@ class BatchBuilder:
         )
         data = bytearray(header)
         data += payload
-        crc = crc32c.crc32c(memoryview(data)[CRC_START:])
+        crc = crc32c(memoryview(data)[CRC_START:])
         struct.pack_into(">I", data, CRC_START - 4, crc)
         return bytes(data)
 

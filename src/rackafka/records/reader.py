@@ -6,9 +6,8 @@ import struct
 from collections.abc import Iterator
 from typing import Final, Union
 
-import crc32c
-
 from rackafka.errors import CorruptRecordException
+from rackafka.records._crc import crc32c
 from rackafka.records.default_records import (
     CRC_START,
     HEADER,
@@ -60,7 +59,7 @@ def iter_batches(
     pos = 0
     unpack_offset_length = _OFFSET_LENGTH.unpack_from
     unpack_header = HEADER.unpack_from
-    crc = crc32c.crc32c
+    crc = crc32c
     view = memoryview(data)
     while total - pos >= 12:
         offset, length = unpack_offset_length(data, pos)

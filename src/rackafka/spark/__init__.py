@@ -67,7 +67,7 @@ def rack_summary(reports: list[TaskReport]) -> dict[str, Any]:
     """Totals of task reports: records, bytes per rack, same-rack and cross-rack bytes.
 
     ``same_rack_share`` is the share of bytes served from the reading task's own rack
-    (``None`` when nothing was read).
+    (``None`` when nothing was read); ``"null"`` stands for "no rack".
     """
     by_rack: dict[str, int] = {}
     for r in reports:
@@ -79,7 +79,7 @@ def rack_summary(reports: list[TaskReport]) -> dict[str, Any]:
     return {
         "tasks": len(reports),
         "records": sum(r.records for r in reports),
-        "client_racks": sorted({str(r.client_rack) for r in reports}),
+        "client_racks": sorted({r.client_rack or "null" for r in reports}),
         "bytes_by_rack": by_rack,
         "same_rack_bytes": same,
         "cross_rack_bytes": cross,

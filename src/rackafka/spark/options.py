@@ -100,6 +100,8 @@ _SOURCE_OPTIONS = (
     "fetchoffset.numretries",
     "fetchoffset.retryintervalms",
     "rackafka.metricspath",
+    "rackafka.offsetspertask",
+    "maxrecordsperpartition",
 )
 
 # The names as users write them, for messages.
@@ -115,6 +117,8 @@ _DISPLAY = {
     "fetchoffset.numretries": "fetchOffset.numRetries",
     "fetchoffset.retryintervalms": "fetchOffset.retryIntervalMs",
     "rackafka.metricspath": "rackafka.metricsPath",
+    "rackafka.offsetspertask": "rackafka.offsetsPerTask",
+    "maxrecordsperpartition": "maxRecordsPerPartition",
     "startingoffsetsbytimestamp": "startingOffsetsByTimestamp",
     "endingoffsetsbytimestamp": "endingOffsetsByTimestamp",
     "startingtimestamp": "startingTimestamp",
@@ -165,6 +169,10 @@ class SourceOptions:
     offset_retries: int = 3
     offset_retry_interval_ms: int = 1_000
     metrics_path: str | None = None
+    #: About how many offsets one Spark task reads (small ranges are read together).
+    offsets_per_task: int = 1_000_000
+    #: ``maxRecordsPerPartition``: ranges bigger than this are split.
+    max_records_per_partition: int | None = None
     #: Keywords for :class:`~rackafka.AIOKafkaConsumer` from the ``kafka.*`` options.
     consumer: Mapping[str, Any] = field(default_factory=dict)
 
@@ -199,10 +207,11 @@ def _bool(key: str, value: str) -> bool:
 
 
 def _int(key: str, value: str, minimum: int) -> int:
-    try:
-        number = int(value.strip())
-    except (TypeError, ValueError):
-        raise InvalidOptionError(f"option {_name(key)} must be an integer, not {value!r}") from None
+    text = value.strip()
+    # Plain ASCII digits only: int() would also take "1_000" or non-ASCII digits.
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        raise InvalidOptionError(f"option {_name(key)} must be an integer, not {value!r}")
+    number = int(text)
     if number < minimum:
         raise InvalidOptionError(f"option {_name(key)} must be at least {minimum}, not {number}")
     return number
@@ -222,6 +231,8 @@ def _json_object(key: str, value: str) -> dict[str, Any]:
 
 def _assign(value: str) -> tuple[tuple[str, int], ...]:
     parsed = _json_object("assign", value)
+    if not parsed:
+        raise InvalidOptionError(f"option assign must name at least one partition, not {value!r}")
     out: list[tuple[str, int]] = []
     for topic, parts in parsed.items():
         if not topic or not isinstance(parts, list) or not parts:
@@ -292,6 +303,8 @@ def _consumer_option(key: str, value: str, consumer: dict[str, Any]) -> None:
         consumer[keyword] = _bool(key, value)
     else:
         consumer[keyword] = value.strip()
+    if keyword == "security_protocol":
+        consumer[keyword] = consumer[keyword].upper()
     if keyword == "isolation_level":
         consumer[keyword] = consumer[keyword].lower()
         if consumer[keyword] not in ("read_uncommitted", "read_committed"):
@@ -308,7 +321,9 @@ def _check_consumer(servers: str, consumer: dict[str, Any]) -> None:
         AIOKafkaConsumer(bootstrap_servers=servers, **consumer)
     except KafkaConfigurationError as exc:
         message = str(exc).removeprefix("KafkaConfigurationError: ")
-        for option, (keyword, _kind) in _CONSUMER_OPTIONS.items():
+        names = {"bootstrap_servers": "kafka.bootstrap.servers"}
+        names.update((keyword, option) for option, (keyword, _kind) in _CONSUMER_OPTIONS.items())
+        for keyword, option in names.items():
             message = re.sub(rf"\b{keyword}\b", option, message)
         raise InvalidOptionError(f"invalid Kafka consumer option: {message}") from None
 
@@ -438,5 +453,11 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
             "fetchoffset.retryintervalms", opts.get("fetchoffset.retryintervalms", "1000"), 0
         ),
         metrics_path=opts.get("rackafka.metricspath") or None,
+        offsets_per_task=_int(
+            "rackafka.offsetspertask", opts.get("rackafka.offsetspertask", "1000000"), 1
+        ),
+        max_records_per_partition=_int("maxrecordsperpartition", opts["maxrecordsperpartition"], 1)
+        if "maxrecordsperpartition" in opts
+        else None,
         consumer=consumer,
     )

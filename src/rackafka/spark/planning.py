@@ -8,6 +8,7 @@ partitions and their earliest and latest offsets with rackafka's consumer.
 from __future__ import annotations
 
 import asyncio
+import heapq
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -22,6 +23,8 @@ __all__ = [
     "OffsetRange",
     "Snapshot",
     "describe",
+    "group_ranges",
+    "limit_range_size",
     "offsets_from_json",
     "offsets_to_json",
     "plan_ranges",
@@ -209,9 +212,21 @@ def split_ranges(ranges: list[OffsetRange], min_partitions: int | None) -> list[
     total = sum(r.size for r in ranges)
     if total == 0:
         return list(ranges)
+    counts = [
+        max(1, min(r.size, round(min_partitions * r.size / total))) if r.size else 1 for r in ranges
+    ]
+    # Rounding may leave fewer pieces than asked for: split the biggest pieces further.
+    splittable = [(-r.size / n, i) for i, (r, n) in enumerate(zip(ranges, counts)) if n < r.size]
+    heapq.heapify(splittable)
+    missing = min_partitions - sum(counts)
+    while missing > 0 and splittable:
+        _, i = heapq.heappop(splittable)
+        counts[i] += 1
+        missing -= 1
+        if counts[i] < ranges[i].size:
+            heapq.heappush(splittable, (-ranges[i].size / counts[i], i))
     out: list[OffsetRange] = []
-    for r in ranges:
-        pieces = max(1, min(r.size, round(min_partitions * r.size / total))) if r.size else 1
+    for r, pieces in zip(ranges, counts):
         if pieces == 1:
             out.append(r)
             continue
@@ -222,6 +237,67 @@ def split_ranges(ranges: list[OffsetRange], min_partitions: int | None) -> list[
             out.append(OffsetRange(r.topic, r.partition, at, at + length))
             at += length
     return out
+
+
+def limit_range_size(ranges: list[OffsetRange], max_records: int | None) -> list[OffsetRange]:
+    """Split every range bigger than ``max_records`` offsets (``maxRecordsPerPartition``)
+    into contiguous pieces of at most ``max_records``."""
+    if not max_records:
+        return list(ranges)
+    out: list[OffsetRange] = []
+    for r in ranges:
+        if r.size <= max_records:
+            out.append(r)
+            continue
+        pieces = -(-r.size // max_records)
+        step, extra = divmod(r.size, pieces)
+        at = r.start
+        for i in range(pieces):
+            length = step + (1 if i < extra else 0)
+            out.append(OffsetRange(r.topic, r.partition, at, at + length))
+            at += length
+    return out
+
+
+def group_ranges(
+    ranges: list[OffsetRange], offsets_per_task: int, min_tasks: int | None = None
+) -> list[tuple[OffsetRange, ...]]:
+    """Put the ranges into tasks: each task reads its ranges with one consumer.
+
+    A Spark task has a fixed cost (tens of milliseconds for a Python source), so small
+    ranges are read together: there are ``ceil(total offsets / offsets_per_task)`` tasks,
+    at least ``min_tasks`` and at least as many as the pieces of the most split partition,
+    at most one per range. The pieces of one partition go to different tasks; partitions
+    are dealt biggest first to the tasks with the fewest offsets so far. Every range is in
+    exactly one task. ``O(n log n)`` in the number of ranges.
+    """
+    if not ranges:
+        return []
+    by_tp: dict[TopicPartition, list[OffsetRange]] = {}
+    for r in ranges:
+        by_tp.setdefault(r.tp, []).append(r)
+    total = sum(max(r.size, 1) for r in ranges)
+    wanted = max(
+        -(-total // max(1, offsets_per_task)),
+        min_tasks or 1,
+        max(len(pieces) for pieces in by_tp.values()),
+    )
+    count = min(len(ranges), wanted)
+    tasks: list[list[OffsetRange]] = [[] for _ in range(count)]
+    heap = [(0, t) for t in range(count)]  # (offsets so far, task), least loaded first
+    groups = sorted(
+        by_tp.values(), key=lambda g: (-max(max(r.size, 1) for r in g), g[0].topic, g[0].partition)
+    )
+    for pieces in groups:
+        pieces.sort(key=lambda r: -max(r.size, 1))
+        # The len(pieces) least loaded tasks, one piece each: all different tasks.
+        taken = [heapq.heappop(heap) for _ in pieces]
+        for (load, t), r in zip(taken, pieces):
+            tasks[t].append(r)
+            heapq.heappush(heap, (load + max(r.size, 1), t))
+    return [
+        tuple(sorted(task, key=lambda x: (x.topic, x.partition, x.start))) for task in tasks if task
+    ]
 
 
 def rate_limit(
@@ -238,11 +314,12 @@ def rate_limit(
     if total <= max_rows:
         return dict(latest)
     shares: dict[TopicPartition, int] = {}
-    remainders: list[tuple[float, TopicPartition]] = []
+    remainders: list[tuple[int, TopicPartition]] = []
     for tp, behind in lag.items():
-        exact = max_rows * behind / total
-        shares[tp] = int(exact)
-        remainders.append((exact - int(exact), tp))
+        # Integer arithmetic: a float quotient can round up and admit too much.
+        share, rest = divmod(max_rows * behind, total)
+        shares[tp] = share
+        remainders.append((rest, tp))
     left = max_rows - sum(shares.values())
     for _frac, tp in sorted(remainders, key=lambda x: (-x[0], x[1]))[:left]:
         shares[tp] += 1

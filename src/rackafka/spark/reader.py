@@ -16,20 +16,27 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from operator import attrgetter
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from rackafka.errors import KafkaError, OffsetOutOfRangeError
 from rackafka.spark.options import EARLIEST, SourceOptions, resolve_client_rack
 from rackafka.spark.planning import DataLossError, OffsetRange
-from rackafka.structs import ConsumerRecord, TopicPartition
+from rackafka.structs import TopicPartition
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["TaskReport", "arrow_schema", "read_range", "read_task_reports", "to_arrow"]
+__all__ = [
+    "TaskReport",
+    "arrow_schema",
+    "read_range",
+    "read_ranges",
+    "read_task_reports",
+    "to_arrow",
+]
 
 log = logging.getLogger("rackafka.spark")
 
@@ -38,12 +45,21 @@ _MAX_BATCH_RECORDS = 20_000
 # How long one wait for records may take before the task checks its time limit again.
 _WAIT_MS = 500
 
-_get_key = attrgetter("key")
-_get_value = attrgetter("value")
-_get_offset = attrgetter("offset")
-_get_timestamp = attrgetter("timestamp")
-_get_timestamp_type = attrgetter("timestamp_type")
-_get_headers = attrgetter("headers")
+_get_offset = itemgetter(0)
+_get_timestamp = itemgetter(1)
+_get_type = itemgetter(2)
+_get_key = itemgetter(3)
+_get_value = itemgetter(4)
+_get_headers = itemgetter(8)
+
+
+def _same_or_array(values: list[int], kind: pa.DataType) -> pa.Array:
+    """``values`` as an Arrow array; a repeated value without converting each item."""
+    import pyarrow as pa
+
+    if values.count(values[0]) == len(values):
+        return pa.repeat(pa.scalar(values[0], kind), len(values))
+    return pa.array(values, kind)
 
 
 def arrow_schema(include_headers: bool) -> pa.Schema:
@@ -67,25 +83,36 @@ def arrow_schema(include_headers: bool) -> pa.Schema:
 
 
 def to_arrow(
-    records: list[ConsumerRecord[bytes, bytes]],
+    records: Sequence[tuple[Any, ...]],
     topic: str,
     partition: int,
     schema: pa.Schema,
 ) -> pa.RecordBatch:
-    """The rows of ``records`` (all of one partition) as an Arrow record batch."""
+    """The rows of ``records`` (all of one partition) as an Arrow record batch.
+
+    ``records`` are the consumer's record tuples (``record_tuples=True``: offset,
+    timestamp, timestamp type, key, value, checksum, key size, value size, headers).
+    """
     import pyarrow as pa
     import pyarrow.compute as pc
 
     n = len(records)
-    millis = pa.array(list(map(_get_timestamp, records)), pa.int64())
+    first = records[0][0]
+    if records[-1][0] - first == n - 1:  # no gap, the common case: first, first + 1, ...
+        offsets = pc.add(pc.cumulative_sum(pa.repeat(pa.scalar(1, pa.int64()), n)), first - 1)
+    else:
+        offsets = pa.array(list(map(_get_offset, records)), pa.int64())
+    keys = list(map(_get_key, records))
     columns = [
-        pa.array(list(map(_get_key, records)), pa.binary()),
+        pa.nulls(n, pa.binary()) if keys.count(None) == n else pa.array(keys, pa.binary()),
         pa.array(list(map(_get_value, records)), pa.binary()),
         pa.repeat(pa.scalar(topic, pa.string()), n),
         pa.repeat(pa.scalar(partition, pa.int32()), n),
-        pa.array(list(map(_get_offset, records)), pa.int64()),
-        pc.multiply(millis, 1000).cast(schema.field("timestamp").type),
-        pa.array(list(map(_get_timestamp_type, records)), pa.int32()),
+        offsets,
+        pc.multiply(_same_or_array(list(map(_get_timestamp, records)), pa.int64()), 1000).cast(
+            schema.field("timestamp").type
+        ),
+        _same_or_array(list(map(_get_type, records)), pa.int32()),
     ]
     if len(schema) > len(columns):
         columns.append(
@@ -104,10 +131,8 @@ def to_arrow(
 class TaskReport:
     """What one task read, and from which racks (one JSON object per task)."""
 
-    topic: str
-    partition: int
-    start: int
-    end: int
+    #: ``[topic, partition, start, end]`` of each offset range the task read.
+    ranges: list[list[Any]]
     #: The rack the task read from (``None``: no ``client_rack``).
     client_rack: str | None
     records: int = 0
@@ -118,6 +143,8 @@ class TaskReport:
     #: Offsets that were to be read but were gone (``failOnDataLoss=false``).
     lost_offsets: int = 0
     seconds: float = 0.0
+    #: False when the task failed or Spark stopped it before the end of its ranges.
+    finished: bool = False
     host: str = ""
     pid: int = 0
 
@@ -138,10 +165,32 @@ def read_task_reports(path: str | os.PathLike[str]) -> list[TaskReport]:
 def read_range(
     opts: SourceOptions, rng: OffsetRange, schema: pa.Schema
 ) -> Iterator[pa.RecordBatch]:
-    """Read the records of ``rng`` and yield them as Arrow record batches of ``schema``.
+    """:func:`read_ranges` of one range."""
+    return read_ranges(opts, [rng], schema)
 
-    Offsets that do not hold a record (transaction markers, compacted or aborted records
-    under ``read_committed``) are passed over. Records that are gone raise
+
+class _Range:
+    """Progress through one offset range."""
+
+    __slots__ = ("end", "position", "progress_at", "rng", "tp")
+
+    def __init__(self, rng: OffsetRange, now: float) -> None:
+        self.rng = rng
+        self.tp = TopicPartition(rng.topic, rng.partition)
+        self.position = rng.start
+        self.end = rng.end
+        self.progress_at = now
+
+
+def read_ranges(
+    opts: SourceOptions, ranges: Sequence[OffsetRange], schema: pa.Schema
+) -> Iterator[pa.RecordBatch]:
+    """Read the records of ``ranges`` (one per partition at most) with one consumer, and
+    yield them as Arrow record batches of ``schema`` (each batch from one partition).
+
+    The partitions are fetched together, as ``getmany`` does. Offsets that do not hold a
+    record (transaction markers, compacted or aborted records under ``read_committed``)
+    are passed over. Records that are gone raise
     :class:`~rackafka.spark.planning.DataLossError`, or are logged and skipped with
     ``failOnDataLoss=false``; so is a range that makes no progress for
     ``kafkaConsumer.pollTimeoutMs``.
@@ -150,89 +199,151 @@ def read_range(
 
     rack = resolve_client_rack(opts.client_rack)
     report = TaskReport(
-        rng.topic,
-        rng.partition,
-        rng.start,
-        rng.end,
+        [[r.topic, r.partition, r.start, r.end] for r in ranges],
         rack,
         host=socket.gethostname(),
         pid=os.getpid(),
     )
     started = time.monotonic()
+    todo: dict[TopicPartition, _Range] = {}
+    for rng in ranges:
+        if rng.tp in todo:
+            raise ValueError(f"two ranges of {rng.topic}-{rng.partition} in one task")
+        if rng.start == EARLIEST or rng.end > rng.start:
+            todo[rng.tp] = _Range(rng, started)
+    if not todo:
+        report.finished = True
+        _publish(report, opts.metrics_path)
+        return
     loop = asyncio.new_event_loop()
-    consumer: AIOKafkaConsumer[bytes, bytes] = AIOKafkaConsumer(
-        bootstrap_servers=opts.bootstrap_servers,
-        client_rack=rack,
-        enable_auto_commit=False,
-        auto_offset_reset="none",
-        **opts.consumer,
-    )
-    tp = TopicPartition(rng.topic, rng.partition)
+    consumer: AIOKafkaConsumer[bytes, bytes] | None = None
     run = loop.run_until_complete
+    limit_s = opts.poll_timeout_ms / 1000
     try:
-        position = run(_open(consumer, tp, rng.start))
-        end = rng.end
-        progress_at = time.monotonic()
-        limit_s = opts.poll_timeout_ms / 1000
-        while position < end:
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=opts.bootstrap_servers,
+            client_rack=rack,
+            enable_auto_commit=False,
+            auto_offset_reset="none",
+            record_tuples=True,
+            **opts.consumer,
+        )
+        run(_open(consumer, todo))
+        for tp in [tp for tp, r in todo.items() if r.position >= r.end]:
+            r = todo[tp]
+            if r.rng.start == EARLIEST and r.position > r.end:
+                # A new partition whose records up to the planned end are gone already.
+                _data_loss(
+                    opts,
+                    report,
+                    f"{tp.topic}-{tp.partition} now starts at offset {r.position}, after "
+                    f"offset {r.end - 1} where reading was to end",
+                    r.end - _start_guess(r),
+                )
+            del todo[tp]
+        while todo:
             try:
-                got = run(consumer.getmany(tp, timeout_ms=_WAIT_MS, max_records=_MAX_BATCH_RECORDS))
-            except OffsetOutOfRangeError:
-                position = run(_after_loss(consumer, tp, position, end, opts, report))
-                progress_at = time.monotonic()
+                # record_tuples=True: the records are plain tuples, offset first.
+                got: dict[TopicPartition, list[Any]] = run(
+                    consumer.getmany(*todo, timeout_ms=_WAIT_MS, max_records=_MAX_BATCH_RECORDS)
+                )
+            except OffsetOutOfRangeError as exc:
+                lost = exc.args[0] if exc.args and isinstance(exc.args[0], dict) else {}
+                for tp in [tp for tp in lost if tp in todo] or list(todo):
+                    r = todo[tp]
+                    r.position = run(_after_loss(consumer, tp, r.position, r.end, opts, report))
+                    r.progress_at = time.monotonic()
+                    if r.position >= r.end:
+                        _finish(consumer, todo, tp)
                 continue
-            records = got.get(tp)
-            if records:
-                if records[-1].offset >= end:
-                    records = records[: bisect.bisect_left(records, end, key=_get_offset)]
-                    position = end
+            now = time.monotonic()
+            for tp, records in got.items():
+                got_range = todo.get(tp)
+                if got_range is None or not records:
+                    continue
+                if records[-1][0] >= got_range.end:
+                    cut = bisect.bisect_left(records, got_range.end, key=_get_offset)
+                    records = records[:cut]
+                    got_range.position = got_range.end
                 else:
-                    position = records[-1].offset + 1
+                    got_range.position = records[-1][0] + 1
+                got_range.progress_at = now
                 if records:
                     report.records += len(records)
-                    yield to_arrow(records, rng.topic, rng.partition, schema)
-                progress_at = time.monotonic()
-                continue
-            # Nothing returned: the position may still move past offsets without records.
-            moved = run(consumer.position(tp))
-            if moved > position:
-                position = moved
-                progress_at = time.monotonic()
-            elif time.monotonic() - progress_at > limit_s:
-                message = (
-                    f"no record of {rng.topic}-{rng.partition} at offsets {position} to "
-                    f"{end - 1} arrived within kafkaConsumer.pollTimeoutMs "
-                    f"({opts.poll_timeout_ms} ms): they may be gone"
-                )
-                if opts.fail_on_data_loss:
-                    raise DataLossError(
-                        message + ". Set the option failOnDataLoss to false to go on without them."
+                    yield to_arrow(records, tp.topic, tp.partition, schema)
+                if got_range.position >= got_range.end:
+                    _finish(consumer, todo, tp)
+            # Ranges that got nothing: the position may still move past offsets without
+            # records (checked when nothing came at all), or the range may be stalled.
+            for tp in list(todo):
+                r = todo[tp]
+                if got and now - r.progress_at <= limit_s:
+                    continue
+                moved = run(consumer.position(tp))
+                if moved > r.position:
+                    r.position = moved
+                    r.progress_at = now
+                    if r.position >= r.end:
+                        _finish(consumer, todo, tp)
+                elif now - r.progress_at > limit_s:
+                    _data_loss(
+                        opts,
+                        report,
+                        f"no record of {tp.topic}-{tp.partition} at offsets {r.position} to "
+                        f"{r.end - 1} arrived within kafkaConsumer.pollTimeoutMs "
+                        f"({opts.poll_timeout_ms} ms): they may be gone",
+                        r.end - r.position,
                     )
-                log.warning("%s; going on as failOnDataLoss is false", message)
-                report.lost_offsets += end - position
-                break
+                    _finish(consumer, todo, tp)
+        report.finished = True
     finally:
         try:
-            _fill_report(report, consumer, started)
-            run(consumer.stop())
+            if consumer is not None:
+                _fill_report(report, consumer, started)
+                run(consumer.stop())
         finally:
             loop.close()
-    _publish(report, opts.metrics_path)
+            _publish(report, opts.metrics_path)
 
 
-async def _open(consumer: Any, tp: TopicPartition, start: int) -> int:
-    """Start ``consumer`` on ``tp`` at ``start``; the position it reads from."""
+def _start_guess(r: _Range) -> int:
+    return r.rng.start if r.rng.start >= 0 else 0
+
+
+def _data_loss(opts: SourceOptions, report: TaskReport, message: str, lost: int) -> None:
+    if opts.fail_on_data_loss:
+        raise DataLossError(
+            f"{message}. Set the option failOnDataLoss to false to go on without them."
+        )
+    log.warning("%s; going on as failOnDataLoss is false", message)
+    report.lost_offsets += max(0, lost)
+
+
+def _finish(consumer: Any, todo: dict[TopicPartition, _Range], tp: TopicPartition) -> None:
+    """``tp`` is read to its end: stop fetching it."""
+    del todo[tp]
+    consumer.pause(tp)
+
+
+async def _open(consumer: Any, todo: dict[TopicPartition, _Range]) -> None:
+    """Start ``consumer`` on the ranges and set their start positions."""
     await consumer.start()
-    consumer.assign([tp])
-    if start == EARLIEST:
-        await consumer.seek_to_beginning(tp)
-        return int(await consumer.position(tp))
-    consumer.seek(tp, start)
-    return start
+    consumer.assign(list(todo))
+    for tp, r in todo.items():
+        if r.position == EARLIEST:
+            await consumer.seek_to_beginning(tp)
+            r.position = int(await consumer.position(tp))
+        else:
+            consumer.seek(tp, r.position)
 
 
 async def _after_loss(
-    consumer: Any, tp: TopicPartition, position: int, end: int, opts: SourceOptions, report: Any
+    consumer: Any,
+    tp: TopicPartition,
+    position: int,
+    end: int,
+    opts: SourceOptions,
+    report: TaskReport,
 ) -> int:
     """The position to go on from after OFFSET_OUT_OF_RANGE at ``position``."""
     earliest = (await consumer.beginning_offsets([tp]))[tp]
@@ -250,13 +361,8 @@ async def _after_loss(
             f"{tp.topic}-{tp.partition} now ends at offset {latest}, before offset {position} "
             "that was to be read (truncated or re-created partition)"
         )
-    if opts.fail_on_data_loss:
-        raise DataLossError(
-            f"{what}. Set the option failOnDataLoss to false to go on without them."
-        )
-    log.warning("%s; going on as failOnDataLoss is false", what)
     resume = min(max(earliest, position), end) if position < earliest else end
-    report.lost_offsets += resume - position
+    _data_loss(opts, report, what, resume - position)
     if resume < end:
         consumer.seek(tp, resume)
     return resume
@@ -277,11 +383,8 @@ def _fill_report(report: TaskReport, consumer: Any, started: float) -> None:
 
 def _publish(report: TaskReport, path: str | None) -> None:
     log.info(
-        "rackafka task %s-%d [%d, %d): rack %s, %d records, bytes by rack %s",
-        report.topic,
-        report.partition,
-        report.start,
-        report.end,
+        "rackafka task %s: rack %s, %d records, bytes by rack %s",
+        ", ".join(f"{t}-{p} [{a}, {b})" for t, p, a, b in report.ranges),
         report.client_rack,
         report.records,
         report.bytes_by_rack,
@@ -289,7 +392,7 @@ def _publish(report: TaskReport, path: str | None) -> None:
     if not path:
         return
     os.makedirs(path, exist_ok=True)
-    name = f"task-{report.topic}-{report.partition}-{report.start}-{uuid.uuid4().hex}.json"
+    name = f"task-{uuid.uuid4().hex}.json"
     tmp = os.path.join(path, "." + name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(report.to_json())

@@ -34,6 +34,8 @@ from rackafka.spark.planning import (
     OffsetRange,
     Snapshot,
     describe,
+    group_ranges,
+    limit_range_size,
     offsets_from_json,
     offsets_to_json,
     plan_ranges,
@@ -41,7 +43,7 @@ from rackafka.spark.planning import (
     resolve_offsets,
     split_ranges,
 )
-from rackafka.spark.reader import arrow_schema, read_range
+from rackafka.spark.reader import arrow_schema, read_ranges
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -69,15 +71,24 @@ def kafka_schema(include_headers: bool = False) -> StructType:
 
 
 class RangePartition(InputPartition):
-    """One Spark task: the offsets ``[start, end)`` of one topic partition."""
+    """One Spark task: offset ranges ``[start, end)`` of topic partitions."""
 
-    def __init__(self, rng: OffsetRange) -> None:
-        super().__init__(rng)
-        self.range = rng
+    def __init__(self, ranges: tuple[OffsetRange, ...]) -> None:
+        super().__init__(ranges)
+        self.ranges = ranges
 
     def __repr__(self) -> str:
-        r = self.range
-        return f"RangePartition({r.topic}-{r.partition} [{r.start}, {r.end}))"
+        inner = ", ".join(f"{r.topic}-{r.partition} [{r.start}, {r.end})" for r in self.ranges)
+        return f"RangePartition({inner})"
+
+
+def _tasks(ranges: list[OffsetRange], opts: SourceOptions) -> list[InputPartition]:
+    ranges = limit_range_size(ranges, opts.max_records_per_partition)
+    ranges = split_ranges(ranges, opts.min_partitions)
+    return [
+        RangePartition(task)
+        for task in group_ranges(ranges, opts.offsets_per_task, opts.min_partitions)
+    ]
 
 
 class RackafkaDataSource(DataSource):
@@ -120,10 +131,10 @@ class RackafkaDataSource(DataSource):
 
 
 def _read(opts: SourceOptions, schema: StructType, partition: InputPartition) -> Iterator[Any]:
-    rng = getattr(partition, "range", None)
-    if rng is None:  # Spark's placeholder when there is nothing to read
+    ranges = getattr(partition, "ranges", None)
+    if not ranges:  # Spark's placeholder when there is nothing to read
         return iter(())
-    return read_range(opts, rng, _arrow(schema))
+    return read_ranges(opts, ranges, _arrow(schema))
 
 
 def _arrow(schema: StructType) -> pa.Schema:
@@ -168,7 +179,7 @@ class BatchReader(DataSourceReader):
                     f"for {tp.topic}-{tp.partition}"
                 )
         ranges = plan_ranges(start, end, snapshot.earliest, opts.fail_on_data_loss)
-        return [RangePartition(r) for r in split_ranges(ranges, opts.min_partitions)]
+        return _tasks(ranges, opts)
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         return _read(self.opts, self.schema, partition)
@@ -222,7 +233,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         ranges = plan_ranges(
             offsets_from_json(start), offsets_from_json(end), None, self.opts.fail_on_data_loss
         )
-        return [RangePartition(r) for r in split_ranges(ranges, self.opts.min_partitions)]
+        return _tasks(ranges, self.opts)
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         return _read(self.opts, self.schema, partition)

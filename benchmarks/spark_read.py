@@ -1,0 +1,199 @@
+"""Spark batch read through the rackafka source, against rackafka's own ``getmany``.
+
+One embedded 3-rack cluster is started and filled once (default: 2,000,000 records of
+100 B in 64 partitions). Then, in one run:
+
+1. ``getmany``: rackafka's ``AIOKafkaConsumer.getmany()`` reads the whole topic in a child
+   process (the ``rackafka`` client of ``benchmarks/consume.py``): records/s from the first
+   record to the last, one process, one core at most.
+2. ``spark``: a SparkSession on ``local[N]`` (default ``local[2]``) reads the whole topic
+   with ``spark.read.format("rackafka")`` and writes it to Spark's ``noop`` sink, so that
+   every row is produced and handed to the JVM. Records/s from the action's start to its
+   end: planning (offset look-ups), task start-up, reading, Arrow conversion, all included.
+   One warm-up read of a small topic starts Spark's Python workers first.
+
+It prints both rates, Spark's rate per core (rate / N) and the ratio
+``spark per core / getmany``; the target of the Spark source is at least 0.5.
+
+Usage::
+
+    .venv-bench/bin/python benchmarks/spark_read.py               # 2M records, 3 runs
+    .venv-bench/bin/python benchmarks/spark_read.py --records 500000 --repeat 1
+    .venv-bench/bin/python benchmarks/spark_read.py --cores 1
+
+Results go to ``benchmarks/results/spark_read.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from consume import (
+    RESULTS,
+    Dataset,
+    log,
+    produce_dataset,
+    run_child,
+)
+
+RACKS = ("az-a", "az-b", "az-c")
+
+
+def getmany_rate(cluster: Any, ds: Dataset, highs: list[int]) -> dict[str, Any]:
+    spec = {
+        "client": "rackafka",
+        "library": "rackafka",
+        "api": "getmany",
+        "extension": None,
+        "rack": None,
+        "bootstrap": cluster.bootstrap_servers,
+        "topic": ds.topic,
+        "partitions": ds.partitions,
+        "value_size": ds.value_size,
+        "compression": ds.compression,
+        "total": ds.records,
+        "target": ds.records,
+        "high": highs,
+        "max_records": ds.max_records,
+    }
+    return run_child(spec, {}, timeout=600)
+
+
+def spark_session(cores: int) -> Any:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    import rackafka.spark
+
+    spark = (
+        SparkSession.builder.master(f"local[{cores}]")
+        .appName("rackafka-spark-read-bench")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.memory", "2g")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    rackafka.spark.register(spark)
+    return spark
+
+
+def spark_read(spark: Any, cluster: Any, topic: str, metrics: Path | None = None) -> float:
+    reader = (
+        spark.read.format("rackafka")
+        .option("kafka.bootstrap.servers", cluster.bootstrap_servers)
+        .option("subscribe", topic)
+    )
+    if metrics is not None:
+        reader = reader.option("rackafka.metricsPath", str(metrics))
+    started = time.perf_counter()
+    reader.load().write.format("noop").mode("overwrite").save()
+    return time.perf_counter() - started
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--records", type=int, default=2_000_000)
+    parser.add_argument("--value-size", type=int, default=100)
+    parser.add_argument("--partitions", type=int, default=64)
+    parser.add_argument("--compression", default="none")
+    parser.add_argument("--cores", type=int, default=2, help="Spark's local[N]")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+
+    from rackafka.spark import rack_summary, read_task_reports
+    from rackafka.testing import EmbeddedCluster
+
+    per_partition = -(-args.records // args.partitions)
+    ds = Dataset(
+        f"spark-{args.value_size}B",
+        args.value_size,
+        args.compression,
+        args.partitions,
+        per_partition,
+        0,
+        0,
+    )
+    ds.check()
+    results: dict[str, Any] = {"records": ds.records, "cores": args.cores, "runs": []}
+    with EmbeddedCluster(brokers=3, racks=RACKS) as cluster:
+        t = time.monotonic()
+        highs = produce_dataset(cluster, ds)
+        log(f"produced {ds.records:,} records of {ds.value_size} B ({time.monotonic() - t:.1f}s)")
+        cluster.create_topic("warm-up", args.cores)
+        cluster.produce("warm-up", 1000, partition="spread")
+
+        spark = spark_session(args.cores)
+        try:
+            spark_read(spark, cluster, "warm-up")
+            for run in range(args.repeat):
+                base = getmany_rate(cluster, ds, highs)
+                if "error" in base:
+                    raise SystemExit(f"getmany run failed: {base['error']}")
+                metrics = args.out / f"spark-tasks-{run}"
+                if metrics.exists():
+                    for f in metrics.iterdir():
+                        f.unlink()
+                seconds = spark_read(spark, cluster, ds.topic, metrics)
+                summary = rack_summary(read_task_reports(metrics))
+                if summary["records"] != ds.records:
+                    raise SystemExit(f"spark read {summary['records']} records, not {ds.records}")
+                rate = ds.records / seconds
+                entry = {
+                    "getmany_msgs_per_s": base["msgs_per_s"],
+                    "getmany_problems": base["problems"],
+                    "spark_seconds": seconds,
+                    "spark_msgs_per_s": rate,
+                    "spark_msgs_per_s_per_core": rate / args.cores,
+                    "ratio_per_core": rate / args.cores / base["msgs_per_s"],
+                    "task_seconds": sum(r.seconds for r in read_task_reports(metrics)),
+                }
+                results["runs"].append(entry)
+                log(
+                    f"[{run + 1}/{args.repeat}] getmany {base['msgs_per_s']:,.0f} msgs/s; "
+                    f"spark local[{args.cores}] {rate:,.0f} msgs/s in {seconds:.2f}s "
+                    f"({rate / args.cores:,.0f} per core) = "
+                    f"{entry['ratio_per_core']:.2f}x getmany per core"
+                )
+        finally:
+            spark.stop()
+
+    def med(key: str) -> float:
+        return statistics.median(r[key] for r in results["runs"])
+
+    results["median"] = {
+        k: med(k)
+        for k in (
+            "getmany_msgs_per_s",
+            "spark_msgs_per_s",
+            "spark_msgs_per_s_per_core",
+            "ratio_per_core",
+        )
+    }
+    m = results["median"]
+    print(
+        f"{ds.records:,} records of {ds.value_size} B, {ds.partitions} partitions, "
+        f"median of {args.repeat}:\n"
+        f"  rackafka getmany (1 process):  {m['getmany_msgs_per_s']:>12,.0f} msgs/s\n"
+        f"  spark local[{args.cores}] rackafka source: {m['spark_msgs_per_s']:>10,.0f} msgs/s "
+        f"({m['spark_msgs_per_s_per_core']:,.0f} per core)\n"
+        f"  spark per core / getmany:      {m['ratio_per_core']:>12.2f}x  (target >= 0.5)"
+    )
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "spark_read.json").write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

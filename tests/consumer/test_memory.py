@@ -1,0 +1,135 @@
+"""Fetched data is not kept alive by the tasks that move it.
+
+The connection's read loop and the fetcher's loop spend their lives waiting; a local
+variable of theirs that still refers to the last chunk, frame or response while they wait
+keeps that data (up to a whole fetch response per broker) in memory after the consumer is
+done with it. These tests look at what those tasks hold while they wait, against a real
+Kafka protocol peer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+from rackafka import AIOKafkaConsumer, TopicPartition
+from rackafka.client import KafkaClient
+from rackafka.consumer.fetcher import _InFlight
+from rackafka.protocol.apis.fetch import FETCH
+
+WAIT = 15.0
+#: Values of this size make every fetch response far bigger than any local a waiting task
+#: may legitimately hold.
+VALUE_SIZE = 2000
+COUNT = 300
+
+
+def unique(base: str) -> str:
+    return f"{base}-{uuid.uuid4().hex[:8]}"
+
+
+def waiting_locals(task: asyncio.Task[Any]) -> list[tuple[str, str, Any]]:
+    """``(function, name, value)`` of every local along the chain of awaits of ``task``."""
+    out: list[tuple[str, str, Any]] = []
+    awaiting: Any = task.get_coro()
+    while awaiting is not None:
+        frame = getattr(awaiting, "cr_frame", None) or getattr(awaiting, "gi_frame", None)
+        if frame is None:
+            break
+        out += [(frame.f_code.co_name, k, v) for k, v in frame.f_locals.items()]
+        awaiting = getattr(awaiting, "cr_await", None) or getattr(awaiting, "gi_yieldfrom", None)
+    return out
+
+
+def big_buffers(task: asyncio.Task[Any]) -> list[str]:
+    return [
+        f"{function}:{name} ({len(value)} bytes)"
+        for function, name, value in waiting_locals(task)
+        if isinstance(value, (bytes, bytearray, memoryview)) and len(value) > 1024
+    ]
+
+
+async def settle() -> None:
+    """Let every task run until it waits again."""
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_connection_read_loop_holds_no_data_between_reads(kafka_cluster: Any) -> None:
+    topic = unique("read-loop")
+    kafka_cluster.create_topic(topic, 1, 1)
+    kafka_cluster.produce(topic, COUNT, value_size=VALUE_SIZE, partition=0)
+    client = KafkaClient(kafka_cluster.bootstrap_servers)
+    try:
+        await client.bootstrap_cluster()
+        client.add_topics([topic])
+        await client.refresh_metadata()
+        leader = client.cluster.leader_for(TopicPartition(topic, 0))
+        assert leader is not None
+        request = FETCH.Request(
+            replica_id=-1,
+            max_wait_ms=0,
+            min_bytes=1,
+            max_bytes=1 << 24,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
+            topics=[
+                {
+                    "topic": topic,
+                    "partitions": [
+                        {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 24}
+                    ],
+                }
+            ],
+        )
+        response = await asyncio.wait_for(client.send(leader, FETCH, request, version=11), WAIT)
+        records = response.responses[0].partitions[0].records
+        assert len(records) > COUNT * VALUE_SIZE // 2  # a big response did arrive
+        conn = client.connection_if_ready(leader)
+        assert conn is not None
+        await settle()
+        assert not conn._read_task.done()
+        assert big_buffers(conn._read_task) == []
+    finally:
+        await client.close()
+
+
+async def test_fetch_loop_holds_no_response_between_fetches(kafka_cluster: Any) -> None:
+    topic = unique("fetch-loop")
+    kafka_cluster.create_topic(topic, 2, 1)
+    for p in (0, 1):
+        kafka_cluster.produce(topic, COUNT, value_size=VALUE_SIZE, partition=p)
+    consumer: AIOKafkaConsumer[Any, Any] = AIOKafkaConsumer(
+        bootstrap_servers=kafka_cluster.bootstrap_servers,
+        auto_offset_reset="earliest",
+        fetch_max_wait_ms=100,
+    )
+    await consumer.start()
+    try:
+        consumer.assign([TopicPartition(topic, p) for p in (0, 1)])
+        total = 0
+
+        async def read_all() -> None:
+            nonlocal total
+            while total < 2 * COUNT:
+                batch = await consumer.getmany(timeout_ms=200)
+                total += sum(len(records) for records in batch.values())
+
+        await asyncio.wait_for(read_all(), WAIT)
+        fetcher = consumer._fetcher
+        assert fetcher is not None and fetcher._task is not None
+        # Let more fetches (empty ones now) come and go, then look while the loop waits.
+        await asyncio.sleep(0.3)
+        await settle()
+        assert not fetcher._task.done()
+        held = [
+            f"{function}:{name}"
+            for function, name, value in waiting_locals(fetcher._task)
+            if isinstance(value, _InFlight) or hasattr(value, "responses")
+        ]
+        assert held == []
+        assert big_buffers(fetcher._task) == []
+    finally:
+        await consumer.stop()
