@@ -10,7 +10,9 @@ One embedded 3-rack cluster is started and filled once (default: 2,000,000 recor
    with ``spark.read.format("rackafka")`` and writes it to Spark's ``noop`` sink, so that
    every row is produced and handed to the JVM. Records/s from the action's start to its
    end: planning (offset look-ups), task start-up, reading, Arrow conversion, all included.
-   One warm-up read of a small topic starts Spark's Python workers first.
+   Two warm-up reads come first and are not counted: a small topic (starts Spark's Python
+   workers) and the dataset itself (a cold JVM is slower by about half: class loading and
+   JIT; it is printed as the "cold read").
 
 It prints both rates, Spark's rate per core (rate / N) and the ratio
 ``spark per core / getmany``; the target of the Spark source is at least 0.5.
@@ -137,6 +139,11 @@ def main(argv: list[str] | None = None) -> int:
         spark = spark_session(args.cores)
         try:
             spark_read(spark, cluster, "warm-up")
+            # The first read of the dataset runs on a cold JVM (classes loading, JIT): it is
+            # reported apart, as in a long-running pipeline it is paid once.
+            cold = spark_read(spark, cluster, ds.topic)
+            results["cold_spark_seconds"] = cold
+            log(f"cold read (not counted): {ds.records / cold:,.0f} msgs/s in {cold:.2f}s")
             for run in range(args.repeat):
                 base = getmany_rate(cluster, ds, highs)
                 if "error" in base:
@@ -188,7 +195,9 @@ def main(argv: list[str] | None = None) -> int:
         f"  rackafka getmany (1 process):  {m['getmany_msgs_per_s']:>12,.0f} msgs/s\n"
         f"  spark local[{args.cores}] rackafka source: {m['spark_msgs_per_s']:>10,.0f} msgs/s "
         f"({m['spark_msgs_per_s_per_core']:,.0f} per core)\n"
-        f"  spark per core / getmany:      {m['ratio_per_core']:>12.2f}x  (target >= 0.5)"
+        f"  spark per core / getmany:      {m['ratio_per_core']:>12.2f}x  (target >= 0.5)\n"
+        f"  (cold first read, not counted: {ds.records / results['cold_spark_seconds']:,.0f} "
+        "msgs/s)"
     )
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "spark_read.json").write_text(json.dumps(results, indent=2) + "\n")
