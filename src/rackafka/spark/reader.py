@@ -42,6 +42,9 @@ log = logging.getLogger("rackafka.spark")
 
 # Records per Arrow batch handed to Spark (at most; one decoded fetch may give fewer).
 _MAX_BATCH_RECORDS = 20_000
+# A task's records exist already, so brokers need not hold a fetch long; a long hold would
+# delay partitions redirected (KIP-392) to a broker whose previous fetch is still held.
+TASK_FETCH_MAX_WAIT_MS = 50
 # How long one wait for records may take before the task checks its time limit again.
 _WAIT_MS = 500
 
@@ -233,7 +236,7 @@ def read_ranges(
             enable_auto_commit=False,
             auto_offset_reset="none",
             record_tuples=True,
-            **opts.consumer,
+            **{"fetch_max_wait_ms": TASK_FETCH_MAX_WAIT_MS, **opts.consumer},
         )
         run(_open(consumer, todo))
         for tp in [tp for tp, r in todo.items() if r.position >= r.end]:
