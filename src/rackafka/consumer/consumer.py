@@ -446,6 +446,8 @@ class AIOKafkaConsumer(Generic[KT, VT]):
 
     def assignment(self) -> set[TopicPartition]:
         """The partitions currently assigned to this consumer."""
+        if not self._manual and self._coordinator is not None and self._coordinator.leaving:
+            return set()  # unsubscribed: the group's partitions are being given back
         return self._subs.assigned()
 
     def subscribe(
@@ -504,13 +506,23 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         return set(self._subs.topics)
 
     def unsubscribe(self) -> None:
-        """Unsubscribe from all topics and clear all assigned partitions."""
+        """Unsubscribe from all topics and clear all assigned partitions.
+
+        With a ``group_id`` the consumer also leaves the group, as Kafka's Java
+        consumer does: the positions are committed (with ``enable_auto_commit``),
+        the listener's ``on_partitions_revoked`` gets the partitions, a LeaveGroup
+        request lets the other members take them over at once (a static member,
+        with ``group_instance_id``, sends none), and heartbeats stop.  This runs
+        in the background: :meth:`assignment` is empty at once and no records are
+        returned meanwhile.  A later :meth:`subscribe` joins the group again as a
+        new member.
+        """
         self._subs.topics = set()
         self._pattern = None
         self._manual = False
         self._client.want_all_topics(False)
-        if self._coordinator is not None:
-            self._coordinator.request_rejoin()
+        if self._coordinator is not None and self._coordinator.unsubscribe():
+            return  # the coordinator revokes the partitions, then leaves the group
         self._set_assignment(set())
 
     def _on_metadata(self, cluster: ClusterMetadata) -> None:
@@ -527,6 +539,8 @@ class AIOKafkaConsumer(Generic[KT, VT]):
 
     def _group_assigned(self, assigned: set[TopicPartition], added: set[TopicPartition]) -> None:
         """The group coordinator's assignment (listeners are its business)."""
+        if self._manual:
+            return  # assign() after unsubscribe(): the group's revoke leaves it alone
         self._subs.assign(sorted(assigned))
         if self._fetcher is not None:
             self._fetcher.on_assignment()

@@ -17,6 +17,13 @@ handled as the Java client handles them:
 With the eager protocol every partition is revoked before joining; with the
 cooperative one (KIP-429) only partitions that move are revoked, after the
 assignment, followed by one more rebalance that hands them to their new owner.
+``on_partitions_assigned`` is called after every rebalance (with the cooperative
+protocol: with the partitions added, an empty set when none were).
+
+``unsubscribe()`` leaves the group as Kafka's Java consumer does: the partitions
+are revoked (auto commit first), LeaveGroup is sent (not by a static member),
+the member id and generation are forgotten, and heartbeats stop until the next
+subscription joins the group again as a new member.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ import contextlib
 import inspect
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,6 +108,16 @@ class GroupState:
         return bool(self.member_id) and self.member_id == self.leader_id
 
 
+@dataclass
+class _Leave:
+    """An unsubscribe() not yet carried out by the membership loop."""
+
+    #: The positions when the application unsubscribed (to commit, with auto commit).
+    offsets: dict[TopicPartition, OffsetAndMetadata]
+    #: The rebalance listener of the subscription that ended.
+    listener: Any
+
+
 class GroupCoordinator:
     """Keeps one consumer in its group and commits its offsets."""
 
@@ -154,6 +171,13 @@ class GroupCoordinator:
         self._listener_idle.set()
         self._wakeup = asyncio.Event()
         self._assigned_event = asyncio.Event()
+        # unsubscribe(): a leave to carry out, then no membership until request_rejoin().
+        self._pending_leave: _Leave | None = None
+        self._unsubscribed = False
+        self._leave_done = asyncio.Event()
+        self._leave_done.set()
+        #: The partitions the group gave this member (what an unsubscribe revokes).
+        self._group_owned: set[TopicPartition] = set()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
         self._fatal: BaseException | None = None
@@ -174,17 +198,62 @@ class GroupCoordinator:
             self._task.cancel()
             with contextlib.suppress(BaseException):
                 await self._task
-        if self._auto_commit and self.state.generation_id >= 0 and self._subs.assigned():
+        leave, self._pending_leave = self._pending_leave, None
+        commit: Coroutine[Any, Any, None] | None = None
+        if self._auto_commit and self.state.generation_id >= 0:
+            if leave is not None:  # an unsubscribe() not carried out yet: what it saw
+                offsets = self._offsets_to_commit(leave)
+                commit = self.commit(offsets) if offsets else None
+            elif self._subs.assigned():
+                commit = self.commit_positions()
+        if commit is not None:
             with contextlib.suppress(KafkaError, asyncio.TimeoutError):
-                await asyncio.wait_for(self.commit_positions(), timeout)
+                await asyncio.wait_for(commit, timeout)
+        if leave is not None:
+            self._assign(set(), set())
+        self._leave_done.set()
         if self.state.member_id and self.group_instance_id is None:
             with contextlib.suppress(KafkaError, asyncio.TimeoutError):
                 await asyncio.wait_for(self._leave(), timeout)
 
     def request_rejoin(self) -> None:
-        """The subscription changed: join again."""
+        """The subscription changed: join again (after an unsubscribe, as a new member)."""
+        self._unsubscribed = False
         self._need_rejoin = True
         self._wakeup.set()
+
+    def unsubscribe(self) -> bool:
+        """The application unsubscribed from every topic: leave the group.
+
+        Carried out by the membership task, as Kafka's Java consumer does it: the
+        positions of the owned partitions are committed (with auto commit), the
+        listener's ``on_partitions_revoked`` is called with them, the assignment is
+        cleared, LeaveGroup is sent (not by a static member, whose
+        ``group_instance_id`` keeps its place until the session times out), and the
+        member id and generation are forgotten.  Heartbeats and auto commits stop
+        until :meth:`request_rejoin` (a new subscription) joins the group again.
+        Records are not handed out until the partitions are revoked
+        (:meth:`wait_for_listener`), and :attr:`leaving` is True until then.
+
+        Returns:
+            False when no membership task runs (nothing to leave): the caller
+            clears the assignment itself.
+        """
+        if self._task is None or self._task.done() or self._closing:
+            return False
+        self._unsubscribed = True
+        if self._pending_leave is None:
+            owned = self._group_owned
+            offsets = self.consumed_offsets(owned) if self._auto_commit and owned else {}
+            self._pending_leave = _Leave(offsets, self._listener())
+            self._leave_done.clear()
+        self._wakeup.set()
+        return True
+
+    @property
+    def leaving(self) -> bool:
+        """True from :meth:`unsubscribe` until the group's partitions are revoked."""
+        return self._pending_leave is not None
 
     def polled(self) -> None:
         """The application polled (``max_poll_interval_ms`` is counted from here)."""
@@ -203,13 +272,21 @@ class GroupCoordinator:
         Returns:
             False if the listener still runs after ``timeout`` seconds.
         """
-        if self._listener_idle.is_set() or asyncio.current_task() is self._task:
+        if asyncio.current_task() is self._task or self._idle():
             return True  # (a listener that polls is not kept waiting on itself)
         try:
-            await asyncio.wait_for(self._listener_idle.wait(), timeout)
+            await asyncio.wait_for(self._until_idle(), timeout)
         except asyncio.TimeoutError:
             return False
         return True
+
+    def _idle(self) -> bool:
+        return self._listener_idle.is_set() and self._leave_done.is_set()
+
+    async def _until_idle(self) -> None:
+        while not self._idle():
+            await self._listener_idle.wait()
+            await self._leave_done.wait()
 
     async def _call_listener(
         self, fn: Callable[[set[TopicPartition]], Any], tps: set[TopicPartition]
@@ -234,12 +311,24 @@ class GroupCoordinator:
         next_commit = time.monotonic() + self._auto_commit_interval
         while not self._closing:
             try:
+                if self._pending_leave is not None:
+                    await self._leave_on_unsubscribe()
+                    continue
+                if self._unsubscribed:
+                    # Out of the group with nothing subscribed: no heartbeats, no commits,
+                    # until request_rejoin() (subscribe()) wakes us.
+                    self._wakeup.clear()
+                    await self._wakeup.wait()
+                    self._last_poll = time.monotonic()  # (the poll timer starts again)
+                    continue
                 if self._poll_timed_out:
                     # Out of the group until the application polls again (polled() wakes us).
                     self._wakeup.clear()
                     await self._wakeup.wait()
                     continue
                 await self._ensure_coordinator()
+                if self._pending_leave is not None or self._unsubscribed:
+                    continue  # (unsubscribed while the coordinator was looked up)
                 if self._need_rejoin:
                     await self._rebalance()
                     next_heartbeat = time.monotonic() + self._heartbeat_interval
@@ -411,6 +500,47 @@ class GroupCoordinator:
             pass
         self.state = GroupState()
 
+    async def _leave_on_unsubscribe(self) -> None:
+        """Carry out unsubscribe(): revoke (commit first), leave, forget the membership."""
+        leave = self._pending_leave
+        assert leave is not None
+        try:
+            revoked = set(self._group_owned)
+            if revoked:
+                offsets = self._offsets_to_commit(leave) if self.state.generation_id >= 0 else {}
+                if offsets:
+                    try:
+                        await self.commit(offsets)
+                    except KafkaError as exc:
+                        log.warning(
+                            "group %s: commit on unsubscribe failed: %s", self.group_id, exc
+                        )
+                if leave.listener is not None:
+                    await self._call_listener(leave.listener.on_partitions_revoked, revoked)
+                self._assign(set(), set())
+            self._assigned_event.clear()
+        finally:
+            self._pending_leave = None
+            self._leave_done.set()
+        log.info("group %s: unsubscribed from all topics, leaving the group", self.group_id)
+        if self.group_instance_id is None:
+            with contextlib.suppress(KafkaError):
+                await self._leave()
+        # (a static member keeps its place until its session times out, as in Java)
+        self.state = GroupState()
+        self._joined_topics = {}
+        self._committed_positions.clear()
+        self._poll_timed_out = False
+        self._need_rejoin = True  # whenever a subscription comes back
+
+    def _offsets_to_commit(self, leave: _Leave) -> dict[TopicPartition, OffsetAndMetadata]:
+        """The positions seen by unsubscribe() that are still the group's and not committed."""
+        return {
+            tp: meta
+            for tp, meta in leave.offsets.items()
+            if tp in self._group_owned and self._committed_positions.get(tp) != meta.offset
+        }
+
     # -- rebalance -----------------------------------------------------------------
 
     def _cooperative(self) -> bool:
@@ -430,6 +560,8 @@ class GroupCoordinator:
         else:
             assignments = {}
         assigned = await self._sync(join, assignments)
+        if self._pending_leave is not None:
+            return  # unsubscribed meanwhile: this assignment is not taken, the loop leaves
         self._need_rejoin = False
         self.rebalances += 1
         await self._apply(assigned)
@@ -621,7 +753,7 @@ class GroupCoordinator:
                 # KIP-429: the partitions given up go to their new owner in a follow-up round.
                 self._need_rejoin = True
         # New partitions start from their committed offsets (the fetcher looks them up).
-        self._on_assignment(assigned, added)
+        self._assign(assigned, added)
         self._assigned_event.set()
         log.info(
             "group %s generation %d: assigned %s",
@@ -630,10 +762,17 @@ class GroupCoordinator:
             sorted(assigned),
         )
         listener = self._listener()
-        if listener is not None and (added or not self._cooperative()):
+        if listener is not None:
+            # After every rebalance, as Kafka's Java consumer: with the cooperative protocol
+            # only the partitions added, an empty set when there are none (KIP-429).
             await self._call_listener(
                 listener.on_partitions_assigned, added if self._cooperative() else assigned
             )
+
+    def _assign(self, assigned: set[TopicPartition], added: set[TopicPartition]) -> None:
+        """Hand the group's assignment to the consumer."""
+        self._group_owned = set(assigned)
+        self._on_assignment(assigned, added)
 
     async def _revoke(self, revoked: set[TopicPartition]) -> None:
         if self._auto_commit and self.state.generation_id >= 0:
@@ -645,12 +784,14 @@ class GroupCoordinator:
         if listener is not None:
             await self._call_listener(listener.on_partitions_revoked, set(revoked))
         remaining = self._subs.assigned() - revoked
-        self._on_assignment(remaining, set())
+        self._assign(remaining, set())
         self._assigned_event.clear()
 
     def _on_metadata(self, cluster: ClusterMetadata) -> None:
         if self._need_rejoin or self.state.generation_id < 0:
             return
+        if self._unsubscribed or self._pending_leave is not None:
+            return  # (no rejoin with an empty subscription: unsubscribe() leaves)
         if self._pattern is not None:
             self._pattern()
         current = {t: len(cluster.partitions_for_topic(t) or ()) for t in self._subs.topics}
