@@ -135,8 +135,13 @@ def run_pipeline(
     events: int,
     users: int,
     minutes: int,
+    tasks: int = 2,
 ) -> PipelineReport:
-    """Read, parse, aggregate per user and minute, write Parquet; check and report."""
+    """Read, parse, aggregate per user and minute, write Parquet; check and report.
+
+    ``tasks``: at least this many read tasks (``minPartitions``), so that every executor
+    core reads; the source would otherwise read a small topic in one task.
+    """
     from pyspark.sql import functions as sf
     from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
@@ -161,6 +166,7 @@ def run_pipeline(
         .option("subscribe", TOPIC)
         .option("startingOffsets", "earliest")
         .option("rackafka.metricsPath", str(metrics))
+        .option("minPartitions", str(tasks))
         .load()
     )
     raw.cache()
@@ -281,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             spark = spark_session(args.cores)
             try:
                 report = run_pipeline(
-                    spark, cluster, out_dir, args.events, args.users, args.minutes
+                    spark, cluster, out_dir, args.events, args.users, args.minutes, args.cores
                 )
             finally:
                 spark.stop()

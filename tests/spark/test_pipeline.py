@@ -40,6 +40,7 @@ def test_pipeline_reads_everything_from_its_own_rack(
     assert report.aggregates_ok
     assert 0 < report.rows_out <= 20 * 5
     assert report.client_racks == ["az-b"]
+    assert report.tasks >= 2  # minPartitions: both executor cores read
     assert report.cross_rack_bytes == 0 and report.same_rack_share == 1.0
     assert report.ok
     assert Path(report.parquet).exists()
