@@ -227,15 +227,21 @@ def split_ranges(ranges: list[OffsetRange], min_partitions: int | None) -> list[
             heapq.heappush(splittable, (-ranges[i].size / counts[i], i))
     out: list[OffsetRange] = []
     for r, pieces in zip(ranges, counts):
-        if pieces == 1:
-            out.append(r)
-            continue
-        step, extra = divmod(r.size, pieces)
-        at = r.start
-        for i in range(pieces):
-            length = step + (1 if i < extra else 0)
-            out.append(OffsetRange(r.topic, r.partition, at, at + length))
-            at += length
+        out.extend(_pieces(r, pieces))
+    return out
+
+
+def _pieces(r: OffsetRange, pieces: int) -> list[OffsetRange]:
+    """``r`` cut into ``pieces`` contiguous ranges whose sizes differ by one at most."""
+    if pieces <= 1:
+        return [r]
+    step, extra = divmod(r.size, pieces)
+    out = []
+    at = r.start
+    for i in range(pieces):
+        length = step + (1 if i < extra else 0)
+        out.append(OffsetRange(r.topic, r.partition, at, at + length))
+        at += length
     return out
 
 
@@ -246,16 +252,7 @@ def limit_range_size(ranges: list[OffsetRange], max_records: int | None) -> list
         return list(ranges)
     out: list[OffsetRange] = []
     for r in ranges:
-        if r.size <= max_records:
-            out.append(r)
-            continue
-        pieces = -(-r.size // max_records)
-        step, extra = divmod(r.size, pieces)
-        at = r.start
-        for i in range(pieces):
-            length = step + (1 if i < extra else 0)
-            out.append(OffsetRange(r.topic, r.partition, at, at + length))
-            at += length
+        out.extend(_pieces(r, -(-r.size // max_records)) if r.size > max_records else [r])
     return out
 
 
