@@ -251,6 +251,10 @@ def test_streaming_restart_from_checkpoint_exactly_once(
     batches = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"] > 0]
     assert all(n <= 250 for n in batches) and len(batches) >= 3
     _assert_exactly_once(_written(spark, out), {0: 300, 1: 300, 2: 300})
+    # The progress shows how far the topic goes (reportLatestOffset).
+    latest = q.lastProgress["sources"][0]["latestOffset"]
+    latest = json.loads(latest) if isinstance(latest, str) else latest
+    assert latest == {"stream": {"0": 300, "1": 300, "2": 300}}
 
     # 4. Nothing new: a restart reads nothing and writes nothing.
     q = query().trigger(availableNow=True).start()

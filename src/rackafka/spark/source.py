@@ -194,6 +194,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.schema = schema
         # Trigger.AvailableNow: the latest offsets when the query started.
         self.target: dict[TopicPartition, int] | None = None
+        # The newest offsets seen by latestOffset(), for Spark's progress reports.
+        self.seen_latest: dict[str, Any] | None = None
 
     def _snapshot(self) -> Snapshot:
         return asyncio.run(describe(self.opts))
@@ -214,6 +216,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:  # noqa: N802 (Spark API)
         begin = offsets_from_json(start)
         snapshot = self._snapshot()
+        self.seen_latest = offsets_to_json(snapshot.latest)
         # Partitions that are gone are left out: partitions() reports their loss.
         latest = dict(snapshot.latest)
         if self.target is not None:
@@ -228,6 +231,11 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             known = {tp: begin.get(tp, snapshot.earliest.get(tp, 0)) for tp in latest}
             latest = rate_limit(known, latest, limit.max_rows)
         return offsets_to_json(latest)
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:  # noqa: N802 (Spark API)
+        """The newest offsets of the topics when the last micro-batch was planned (Spark shows
+        them as the source's ``latestOffset`` in the query's progress)."""
+        return self.seen_latest
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         ranges = plan_ranges(
@@ -244,4 +252,5 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["target"] = None
+        state["seen_latest"] = None
         return state
