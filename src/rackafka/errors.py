@@ -46,6 +46,7 @@ __all__ = [
     "KafkaTimeoutError",
     "KafkaConnectionError",
     "UnsupportedCodecError",
+    "RecordDeserializationError",
     "KafkaConfigurationError",
     "QuotaViolationError",
     "ConsumerStoppedError",
@@ -376,6 +377,27 @@ class KafkaConnectionError(KafkaError):
 
 class UnsupportedCodecError(KafkaError):
     """Records use a compression codec that is not available."""
+
+
+class RecordDeserializationError(KafkaError):
+    """A ``key_deserializer`` or ``value_deserializer`` raised on a fetched record.
+
+    As the Java client's ``RecordDeserializationException`` (KIP-334): every record before
+    the failing one was delivered, the position of the partition stays at the failing
+    record, and the error is raised again on every poll of that partition until the
+    application seeks past it (``consumer.seek(err.topic_partition, err.offset + 1)``).
+    The deserializer's own exception is the ``__cause__``.
+
+    Attributes:
+        topic_partition: the partition of the failing record.
+        offset (int): the offset of the failing record.
+    """
+
+    def __init__(self, topic_partition: Any, offset: int, message: str | None = None) -> None:
+        self.topic_partition = topic_partition
+        self.offset = offset
+        where = f"{topic_partition.topic}-{topic_partition.partition} at offset {offset}"
+        super().__init__(f"{where}: {message}" if message else where)
 
 
 class KafkaConfigurationError(KafkaError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import time
@@ -306,6 +307,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         )
         self._client_rack = client_rack
         self._request_timeout = request_timeout_ms / 1000
+        self._retry_backoff = retry_backoff_ms / 1000
         self._max_poll_records = max_poll_records
         self._exclude_internal = exclude_internal_topics
         self._subs = SubscriptionState(auto_offset_reset)
@@ -887,15 +889,22 @@ class AIOKafkaConsumer(Generic[KT, VT]):
                 max(0.0, deadline - time.monotonic())
             ):
                 return {}
-            fetcher.raise_pending_errors(wanted)
+            # An error raised by the last call is raised again only when no other
+            # partition has records to give (it stays until the user seeks past it).
+            fetcher.raise_pending_errors(wanted, repeat=False)
             records = fetcher.drain(wanted, max_records)
             if records:
                 return records
-            fetcher.raise_pending_errors(wanted)
+            fetcher.raise_pending_errors(wanted, repeat=False)
+            if self._closed:
+                raise ConsumerStoppedError()
             remaining = deadline - time.monotonic()
-            if remaining <= 0 or self._closed:
-                if self._closed:
-                    raise ConsumerStoppedError()
+            if fetcher.has_sticky_error(wanted):
+                # Raised by an earlier call: other partitions get retry_backoff_ms to
+                # deliver records, then it is raised again.
+                remaining = min(remaining, self._retry_backoff)
+            if remaining <= 0:
+                fetcher.raise_pending_errors(wanted)
                 return {}
             # Whatever is still buffered for these partitions is not deliverable now
             # (paused, or waiting for a position): wait for the fetcher or a resume().
@@ -903,6 +912,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             try:
                 await asyncio.wait_for(fetcher.data_ready.wait(), remaining)
             except asyncio.TimeoutError:
+                fetcher.raise_pending_errors(wanted)
                 return {}
 
     async def getone(self, *partitions: TopicPartition) -> ConsumerRecord[KT, VT]:
@@ -916,17 +926,25 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             self._coordinator.polled()
         wanted = set(partitions) if partitions else None
         group = self._coordinator
+        repeat = False
         while True:
             if group is not None:
                 await group.wait_for_listener(None)  # as in getmany()
-            fetcher.raise_pending_errors(wanted)
+            fetcher.raise_pending_errors(wanted, repeat=False)
             record = fetcher.next_record(wanted)
             if record is not None:
                 return record
-            fetcher.raise_pending_errors(wanted)
+            fetcher.raise_pending_errors(wanted, repeat=repeat)
             if self._closed:
                 raise ConsumerStoppedError()
             fetcher.data_ready.clear()
+            if fetcher.has_sticky_error(wanted):
+                # Raised by an earlier call: other partitions get retry_backoff_ms to
+                # deliver records, then it is raised again.
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(fetcher.data_ready.wait(), self._retry_backoff)
+                repeat = True
+                continue
             await fetcher.data_ready.wait()
             if self._closed:
                 raise ConsumerStoppedError()

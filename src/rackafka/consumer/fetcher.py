@@ -49,6 +49,7 @@ from rackafka.errors import (
     KafkaTimeoutError,
     NoOffsetForPartitionError,
     OffsetOutOfRangeError,
+    RecordDeserializationError,
     UnsupportedVersionError,
     for_code,
 )
@@ -68,6 +69,13 @@ _RACK_AWARE_FETCH_VERSION = 11
 _TOPIC_ID_FETCH_VERSION = 13
 _NOT_LEADER_OR_FOLLOWER = 6
 _COMMITTED_LOOKUP = -100  # key of the committed-offsets lookup among the per-leader lookups
+_MIN_BATCH_LENGTH = 14  # the smallest batch after its length field (a v0 message)
+#: Fetches in a row that may return only an incomplete batch before it is corrupt.
+_INCOMPLETE_FETCHES = 3
+#: A compressed batch may inflate to this many times the larger of ``fetch_max_bytes``
+#: and ``max_partition_fetch_bytes`` (and to MIN_DECOMPRESSED_LIMIT in any case).
+DECOMPRESSED_LIMIT_FACTOR = 2
+MIN_DECOMPRESSED_LIMIT = 64 * 1024 * 1024
 
 
 @dataclass
@@ -142,6 +150,7 @@ class _Buffered:
         "aborted",
         "aborted_pids",
         "batches",
+        "failure",
         "node",
         "pending",
         "pending_next",
@@ -157,12 +166,17 @@ class _Buffered:
         data: bytes,
         aborted: list[tuple[int, int]] | None,
         check_crcs: bool,
+        max_decompressed_size: int,
     ) -> None:
         self.tp = tp
         self.node = node
         self.size = len(data)
         self.batches: Iterator[Any] | None = iter_batches(
-            data, check_crcs=check_crcs, topic=tp.topic, partition=tp.partition
+            data,
+            check_crcs=check_crcs,
+            topic=tp.topic,
+            partition=tp.partition,
+            max_decompressed_size=max_decompressed_size,
         )
         # (first_offset, producer_id), ascending, for read_committed.
         self.aborted: deque[tuple[int, int]] | None = (
@@ -172,6 +186,8 @@ class _Buffered:
         self.pending: list[Any] = []
         self.pending_pos = 0
         self.pending_next = -1
+        #: An error to record for the partition once ``pending`` is handed out.
+        self.failure: Exception | None = None
 
 
 @dataclass
@@ -237,6 +253,15 @@ class Fetcher:
         self._tp_bytes: dict[TopicPartition, int] = {}
         self._buffered_bytes = 0
         self._node_backoff_until: dict[int, float] = {}
+        #: No fetch to a node before this time (it answered without data, at once).
+        self._node_pace_until: dict[int, float] = {}
+        #: Consecutive fetches of a partition that gave only an incomplete batch.
+        self._incomplete: dict[TopicPartition, tuple[int, int]] = {}
+        #: A compressed batch may inflate to this many bytes at most.
+        self._max_decompressed = max(
+            MIN_DECOMPRESSED_LIMIT,
+            DECOMPRESSED_LIMIT_FACTOR * max(fetch_max_bytes, max_partition_fetch_bytes),
+        )
         self._fetch_versions: dict[int, int] = {}
         self._leader_epochs: dict[TopicPartition, int] = {}
         self._stats = FetchStats(client_rack)
@@ -250,6 +275,8 @@ class Fetcher:
         #: Looks up committed offsets (set by the consumer when it has a group_id).
         self.committed_lookup: Callable[[list[TopicPartition]], Awaitable[Any]] | None = None
         self._errors_pending = False
+        #: The sticky error raised last (see :meth:`raise_pending_errors`).
+        self._last_raised: BaseException | None = None
         self.data_ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closed = False
@@ -410,26 +437,60 @@ class Fetcher:
             return True
         return any(tp in self._tp_bytes for tp in partitions)
 
-    def _fail(self, state: PartitionState, error: BaseException) -> None:
-        """Record an error to raise to the user on the next poll of the partition."""
+    def _fail(self, state: PartitionState, error: BaseException, *, sticky: bool = False) -> None:
+        """Record an error to raise to the user on the next poll of the partition.
+
+        A ``sticky`` error (bad record data at the position) is raised on every poll
+        until the position changes (seek, reset, reassignment); the partition is not
+        fetched meanwhile.
+        """
         state.error = error
+        state.error_sticky = sticky
         self._errors_pending = True
         self.data_ready.set()  # wake a waiting getmany()/getone() to raise it now
 
-    def raise_pending_errors(self, partitions: set[TopicPartition] | None = None) -> None:
-        """Raise an error recorded for a partition (reset "none", fatal errors)."""
+    def raise_pending_errors(
+        self, partitions: set[TopicPartition] | None = None, *, repeat: bool = True
+    ) -> None:
+        """Raise an error recorded for a partition, or the fetch loop's own failure.
+
+        A sticky error (bad record data at the position) stays until the position
+        changes.  With ``repeat=False`` the sticky error raised last is not raised again
+        (so that other partitions' records can be delivered in between); call with
+        ``repeat=True`` when there is nothing else to give.
+        """
+        task = self._task
+        if task is not None and task.done() and not task.cancelled():
+            exc = task.exception()
+            if exc is not None:
+                raise exc
         if not self._errors_pending:
             return
         found = False
         for state in self._subs.states():
-            if state.error is not None:
+            error = state.error
+            if error is not None:
                 found = True
                 if partitions is None or state.tp in partitions:
+                    if state.error_sticky:
+                        if not repeat and error is self._last_raised:
+                            continue
+                        self._last_raised = error
+                        raise error
                     # As aiokafka: the partition is fetched again, so the error comes
                     # back on the next poll until the user seeks somewhere valid.
-                    error, state.error = state.error, None
+                    state.error = None
                     raise error
         self._errors_pending = found
+
+    def has_sticky_error(self, partitions: set[TopicPartition] | None = None) -> bool:
+        """Whether a partition of ``partitions`` holds an error raised before."""
+        if not self._errors_pending:
+            return False
+        return any(
+            s.error is not None and s.error_sticky and (partitions is None or s.tp in partitions)
+            for s in self._subs.states()
+        )
 
     def next_record(self, partitions: set[TopicPartition] | None) -> Any:
         """One record for :meth:`AIOKafkaConsumer.getone`, or ``None``.
@@ -535,6 +596,7 @@ class Fetcher:
                 and self._buffered[0] is buf
                 and buf.pending_pos >= len(buf.pending)
                 and buf.batches is None
+                and buf.failure is None
             ):
                 self._pop_buffer()
         self._requeue(skipped)
@@ -559,7 +621,13 @@ class Fetcher:
         self.wakeup()
 
     def _take(self, buf: _Buffered, state: PartitionState, budget: int) -> list[Any]:
-        """Records of ``buf`` from the partition's position, at most ``budget``."""
+        """Records of ``buf`` from the partition's position, at most ``budget``.
+
+        A batch that cannot be decoded, or a record a deserializer rejects, ends the
+        buffer: the records before it are handed out first, then the error is recorded
+        for the partition with the position at the failing batch or record.  Nothing
+        after it is delivered or skipped.
+        """
         taken: list[Any] = []
         position = state.position
         assert position is not None
@@ -578,8 +646,17 @@ class Fetcher:
                 position = max(position, buf.pending_next)
                 if len(taken) >= budget:
                     break
+            if buf.failure is not None:
+                # Never skipped: the position stays at the failing batch or record and
+                # the error is raised on every poll until the user seeks past it.
+                self._fail(state, buf.failure, sticky=True)
+                buf.failure = None
+                state.position = position
+                state.fetch_position = position
+                return taken
             if buf.batches is None:
                 break
+            batch = None
             try:
                 batch = next(buf.batches, None)
                 if batch is None:
@@ -592,17 +669,9 @@ class Fetcher:
                     position = next_offset
                     continue
                 records = batch.records(self._factory(buf.tp))
-            except CorruptRecordException as exc:
-                # Never skipped: the position stays at the corrupt batch and
-                # the error is raised on the next poll (after the records
-                # taken before it), and again until the user seeks past it.
-                buf.batches = None
-                buf.pending = []
-                buf.pending_pos = 0
-                self._fail(state, exc)
-                state.position = position
-                state.fetch_position = position
-                return taken
+            except Exception as exc:
+                self._failed_batch(buf, batch, position, exc)
+                continue
             if records and self._offset_of(records[0]) < position:
                 offset_of = self._offset_of
                 records = [r for r in records if offset_of(r) >= position]
@@ -615,6 +684,47 @@ class Fetcher:
                 position = next_offset
         state.position = position
         return taken
+
+    def _failed_batch(self, buf: _Buffered, batch: Any, position: int, exc: Exception) -> None:
+        """Decoding ``batch`` raised ``exc``: keep what precedes the failure, then fail.
+
+        When the records decode without the deserializers, it was a deserializer that
+        raised: the records before the failing one are kept (KIP-334) and the error
+        names the failing record.  Anything else fails at the batch.
+        """
+        buf.batches = None
+        buf.pending = []
+        buf.pending_pos = 0
+        buf.pending_next = position
+        buf.failure = exc
+        factory = self._factory(buf.tp)
+        if batch is None or factory is None or isinstance(exc, KafkaError):
+            return
+        try:
+            raw = batch.records(None)
+        except Exception as decode_exc:
+            buf.failure = decode_exc
+            return
+        good: list[Any] = []
+        for values in raw:
+            offset = values[0]
+            if offset < position:
+                continue
+            try:
+                good.append(factory(*values))
+            except Exception as deser_exc:
+                error = RecordDeserializationError(
+                    buf.tp, offset, f"{type(deser_exc).__name__}: {deser_exc}"
+                )
+                error.__cause__ = deser_exc
+                buf.failure = error
+                buf.pending = good
+                buf.pending_next = offset
+                return
+        # The deserializers accept every record when called again: deliver them.
+        buf.failure = None
+        buf.pending = good
+        buf.pending_next = batch.next_offset
 
     def _skip_batch(self, buf: _Buffered, batch: Any) -> bool:
         """Control batches and, under read_committed, aborted transactions."""
@@ -957,6 +1067,10 @@ class Fetcher:
         for node, states in by_node.items():
             if node in self._inflight:
                 continue
+            pace = self._node_pace_until.get(node, 0.0)
+            if pace > now:
+                deadline = min(deadline, pace)
+                continue
             conn = self._client.connection_if_ready(node)
             if conn is None:
                 if node not in self._connecting:
@@ -1120,6 +1234,7 @@ class Fetcher:
         wall_ms = int(time.time() * 1000)
         counters = self._count(node)
         got_data = False
+        errors = False
         for topic in response.responses:
             name = topic.topic or entry.topic_names.get(topic.topic_id)
             if not name:
@@ -1131,6 +1246,7 @@ class Fetcher:
                 if state is None or sent_offset is None or state.fetch_position != sent_offset:
                     continue  # unassigned, not asked, or seeked since: stale
                 if p.error_code:
+                    errors = True
                     self._partition_error(tp, state, node, p, now)
                     continue
                 if p.high_watermark >= 0:
@@ -1153,7 +1269,11 @@ class Fetcher:
                     counters.bytes += len(records)
                     end = next_offset_after(records)
                     if end is None:
-                        continue  # only a truncated batch: fetch it again, bigger or later
+                        # No complete batch: a batch cut by the response size limit is
+                        # fetched again; one that never arrives whole is an error.
+                        self._incomplete_batch(tp, state, node, sent_offset, records)
+                        continue
+                    self._incomplete.pop(tp, None)
                     if end > sent_offset:
                         state.fetch_position = end
                     aborted = None
@@ -1161,13 +1281,59 @@ class Fetcher:
                         aborted = [
                             (a.first_offset, a.producer_id) for a in (p.aborted_transactions or [])
                         ]
-                    buf = _Buffered(tp, node, records, aborted, self._check_crcs)
-                    self._buffered.append(buf)
-                    self._tp_bytes[tp] = self._tp_bytes.get(tp, 0) + buf.size
-                    self._buffered_bytes += buf.size
+                    self._buffer(
+                        _Buffered(
+                            tp, node, records, aborted, self._check_crcs, self._max_decompressed
+                        )
+                    )
                     got_data = True
         if got_data:
             self.data_ready.set()
+        elif not errors and now - entry.sent_at < self._backoff and not _has_records(response):
+            # Nothing fetched and nothing wrong, yet answered at once: a broker that does
+            # not wait for data (or keeps redirecting to itself).  Do not ask it again
+            # before retry_backoff_ms, or the loop would spin.
+            self._node_pace_until[node] = entry.sent_at + self._backoff
+
+    def _buffer(self, buf: _Buffered) -> None:
+        self._buffered.append(buf)
+        self._tp_bytes[buf.tp] = self._tp_bytes.get(buf.tp, 0) + buf.size
+        self._buffered_bytes += buf.size
+
+    def _incomplete_batch(
+        self, tp: TopicPartition, state: PartitionState, node: int, offset: int, records: bytes
+    ) -> None:
+        """A fetch at ``offset`` returned record data without one complete batch.
+
+        A broker cuts the batches of a partition when the response reaches its size
+        limit, and serves the first one whole when it is asked again; a batch whose size
+        is impossible, or that stays incomplete, is corrupt: the error is raised in turn,
+        after the records before it.
+        """
+        length = int.from_bytes(records[8:12], "big", signed=True) if len(records) >= 12 else 0
+        seen_offset, count = self._incomplete.get(tp, (offset, 0))
+        count = count + 1 if seen_offset == offset else 1
+        self._incomplete[tp] = (offset, count)
+        if len(records) >= 12 and length < _MIN_BATCH_LENGTH:
+            reason = f"record batch size {length} is impossible"
+        elif count >= _INCOMPLETE_FETCHES:
+            reason = (
+                f"{count} fetches returned only an incomplete batch ({len(records)} of "
+                f"{length + 12} bytes)"
+            )
+        else:
+            self._node_pace_until[node] = time.monotonic() + self._backoff / 4
+            return
+        self._incomplete.pop(tp, None)
+        state.fetch_position = offset
+        buf = _Buffered(tp, node, b"", None, self._check_crcs, self._max_decompressed)
+        buf.batches = None
+        buf.pending_next = offset
+        buf.failure = CorruptRecordException(
+            f"{tp.topic}-{tp.partition} at offset {offset}: {reason}"
+        )
+        self._buffer(buf)
+        self.data_ready.set()
 
     def _truncated(self, tp: TopicPartition, state: PartitionState, epoch: int, end: int) -> None:
         position = state.position
@@ -1248,6 +1414,10 @@ def _expire(fut: asyncio.Future[Any], conn: Any, node: int, timeout: float) -> N
     """A fetch got no answer in time: the connection is stuck, close it."""
     if not fut.done():
         conn.close(KafkaTimeoutError(f"fetch from node {node} got no response in {timeout:.3g} s"))
+
+
+def _has_records(response: Any) -> bool:
+    return any(p.records for t in response.responses for p in t.partitions)
 
 
 def _is_connection_error(exc: BaseException) -> bool:

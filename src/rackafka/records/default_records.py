@@ -22,9 +22,9 @@ from collections.abc import Callable
 from itertools import repeat, starmap
 from typing import Any, Final
 
-from rackafka.errors import CorruptRecordException, UnsupportedCodecError
+from rackafka.errors import CorruptRecordException, RecordTooLargeError, UnsupportedCodecError
 from rackafka.records._varint import ZIGZAG1, ZIGZAG2, VarintError, read_varint
-from rackafka.records.compression import CODEC_NAMES, decompress
+from rackafka.records.compression import CODEC_NAMES, DEFAULT_MAX_DECOMPRESSED_SIZE, decompress
 
 __all__ = [
     "HEADER",
@@ -150,6 +150,7 @@ class RecordBatch:
         "is_control",
         "last_offset",
         "next_offset",
+        "max_decompressed_size",
     )
 
     checksum = None
@@ -161,6 +162,7 @@ class RecordBatch:
         header: tuple[int, ...],
         topic: str | None = None,
         partition: int | None = None,
+        max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
     ) -> None:
         """Wrap the batch at ``pos`` of ``buf`` whose unpacked :data:`HEADER` is ``header``.
 
@@ -186,6 +188,7 @@ class RecordBatch:
         self._end = pos + 12 + batch_length
         self.topic = topic
         self.partition = partition
+        self.max_decompressed_size = max_decompressed_size
         self.base_offset = base_offset
         self.batch_length = batch_length
         self.attributes = attributes
@@ -232,12 +235,15 @@ class RecordBatch:
         if codec == 0:
             return buf[start : self._end]
         try:
-            return decompress(codec, buf[start : self._end])
+            return decompress(codec, buf[start : self._end], max_size=self.max_decompressed_size)
         except UnsupportedCodecError as exc:
             where = _where(self.topic, self.partition, self.base_offset)
             raise UnsupportedCodecError(f"{where}: {exc.args[0]}") from None
         except CorruptRecordException as exc:
             raise self._error(f"batch of {self.record_count} records: {exc.args[0]}") from None
+        except RecordTooLargeError as exc:
+            where = _where(self.topic, self.partition, self.base_offset)
+            raise RecordTooLargeError(f"{where}: {exc.args[0]}") from None
 
     def records(self, factory: RecordFactory | None = None) -> list[Any]:
         """Decode the records of the batch.
@@ -259,6 +265,8 @@ class RecordBatch:
         Raises:
             CorruptRecordException: a record is invalid, or the compressed data is.
             UnsupportedCodecError: the batch uses an unknown codec.
+            RecordTooLargeError: the records decompress to more than
+                ``max_decompressed_size`` bytes.
         """
         buf = self._buf
         count = self.record_count
@@ -283,6 +291,7 @@ class RecordBatch:
                 (attributes >> 3) & 1,
                 lat,
                 factory,
+                self.last_offset,
             )
         except _Corrupt as exc:
             raise self._error(exc.args[0]) from None
@@ -328,14 +337,20 @@ def _decode(
     tt: int,
     lat: int | None,
     factory: RecordFactory | None,
+    last_offset: int,
 ) -> list[Any]:
     """Decode ``count`` records in ``buf[pos:end]``; they must fill it exactly.
+
+    Record offsets must increase strictly, from ``base_offset`` to at most
+    ``last_offset`` (the batch header's last offset delta): a batch that says otherwise
+    would make the consumer deliver an offset twice or skip the next batch.
 
     Only the parsing is guarded against :class:`IndexError` (data that ends too early):
     an exception raised by ``factory`` is not mistaken for corrupt data.
     """
     out: list[Any] = []
     remaining = count
+    prev = base_offset - 1  # the offset of the last record decoded
     chunk = _FIRST_CHUNK
     parse_errors = _PARSE_ERRORS
     while remaining > 0:
@@ -347,6 +362,10 @@ def _decode(
             except parse_errors:
                 raise _past_end(count) from None
             if done:
+                first = columns[0][0]
+                if first <= prev:
+                    raise _backwards(first, prev)
+                prev = first + done - 1
                 pos = stop
                 if factory is None:
                     out.extend(zip(*columns))
@@ -358,7 +377,9 @@ def _decode(
         n = chunk if chunk < remaining else remaining
         part: list[tuple[Any, ...]] = out if factory is None else []
         try:
-            pos = _decode_scalar(buf, pos, n, base_offset, base_ts, tt, lat, part.append)
+            pos, prev = _decode_scalar(
+                buf, pos, n, base_offset, base_ts, tt, lat, part.append, prev
+            )
         except parse_errors:
             raise _past_end(count) from None
         if factory is not None:
@@ -370,7 +391,16 @@ def _decode(
         if pos < end:
             raise _Corrupt(f"{end - pos} bytes remain after the last of {count} records")
         raise _Corrupt(f"the {count} records run {pos - end} bytes past the end of the batch")
+    if prev > last_offset:
+        raise _Corrupt(
+            f"record offset {prev} is past the batch's last offset {last_offset} "
+            f"(last offset delta {last_offset - base_offset})"
+        )
     return out
+
+
+def _backwards(offset: int, prev: int) -> _Corrupt:
+    return _Corrupt(f"record offset {offset} does not follow offset {prev}: offsets go backwards")
 
 
 _PARSE_ERRORS = (IndexError, VarintError)
@@ -389,8 +419,13 @@ def _decode_scalar(
     tt: int,
     lat: int | None,
     append: Callable[[tuple[Any, ...]], None],
-) -> int:
-    """Decode ``n`` records from ``pos``, appending their tuples; return the end position."""
+    prev: int,
+) -> tuple[int, int]:
+    """Decode ``n`` records from ``pos``, appending their tuples.
+
+    Returns the end position and the offset of the last record; each offset must be
+    above the one before (``prev`` for the first).
+    """
     zz = ZIGZAG1
     zz2 = ZIGZAG2
     rv = read_varint
@@ -442,6 +477,9 @@ def _decode_scalar(
             else:
                 offset, pos = rv(buf, pos)
                 offset += base_offset
+        if offset <= prev:
+            raise _backwards(offset, prev)
+        prev = offset
         # key
         b = buf[pos]
         if b == 1:
@@ -508,7 +546,7 @@ def _decode_scalar(
                 headers,
             )
         )
-    return pos
+    return pos, prev
 
 
 def _read_headers(
