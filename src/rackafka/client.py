@@ -36,6 +36,12 @@ DEFAULT_PORT = 9092
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
+def _jitter(delay: float) -> float:
+    """``delay`` give or take 20 % (KIP-580, KIP-144): clients that fail together do
+    not all retry at the same instant."""
+    return delay * random.uniform(0.8, 1.2)
+
+
 def _consume_refresh_error(task: asyncio.Task[None]) -> None:
     if not task.cancelled() and task.exception() is not None:
         log.debug("metadata refresh failed: %s", task.exception())
@@ -103,8 +109,15 @@ class KafkaClient:
         client_id: sent in every request header.
         metadata_max_age_ms: metadata is refreshed at least this often.
         request_timeout_ms: how long a request may wait for its response.
-        retry_backoff_ms: pause before retrying a failed metadata refresh or
-            connection (doubling up to ten times this on repeated failures).
+        retry_backoff_ms: the shortest pause between two metadata refreshes; it
+            doubles while refreshes follow each other without a pause (a leader that
+            stays unknown), up to ``retry_backoff_max_ms``, with 20 % jitter (KIP-580).
+        retry_backoff_max_ms: the longest pause between metadata refreshes.
+        reconnect_backoff_ms: the pause before connecting again to an address whose
+            connection failed (or closed within ``reconnect_backoff_max_ms`` of opening);
+            it doubles on each failure in a row, up to ``reconnect_backoff_max_ms``, with
+            20 % jitter (KIP-144).  Per address, reset once a connection lasts.
+        reconnect_backoff_max_ms: the longest pause between connection attempts.
         connections_max_idle_ms: idle connections are closed after this.
         connector: opens the stream to a broker (TLS and test transports).
     """
@@ -117,6 +130,9 @@ class KafkaClient:
         metadata_max_age_ms: int = 300000,
         request_timeout_ms: int = 40000,
         retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1000,
+        reconnect_backoff_ms: int = 50,
+        reconnect_backoff_max_ms: int = 1000,
         connections_max_idle_ms: int = 540000,
         security_protocol: str = "PLAINTEXT",
         connector: Connector | None = None,
@@ -136,6 +152,9 @@ class KafkaClient:
         self.metadata_max_age = metadata_max_age_ms / 1000
         self.request_timeout_ms = request_timeout_ms
         self.retry_backoff = retry_backoff_ms / 1000
+        self.retry_backoff_max = max(retry_backoff_max_ms, retry_backoff_ms) / 1000
+        self.reconnect_backoff = reconnect_backoff_ms / 1000
+        self.reconnect_backoff_max = max(reconnect_backoff_max_ms, reconnect_backoff_ms) / 1000
         self.connections_max_idle = connections_max_idle_ms / 1000
         self.cluster = ClusterMetadata()
         self._connector = connector or plaintext_connector
@@ -152,23 +171,62 @@ class KafkaClient:
         self._bg: asyncio.Task[None] | None = None
         self._wakeup = asyncio.Event()
         self._closed = False
-        self._node_backoff: dict[int, tuple[float, int]] = {}
+        #: Per address: no new connection before this time, after this many failures.
+        self._reconnect: dict[tuple[str, int], tuple[float, int]] = {}
+        #: No metadata refresh starts before this time; refreshes in a row so far.
+        self._next_refresh_at = 0.0
+        self._refresh_streak = 0
         #: Metadata requests sent after bootstrap (observability and tests).
         self.metadata_requests = 0
 
     # -- lifecycle -------------------------------------------------------------
 
     async def _open_address(self, host: str, port: int, node_id: int | None = None) -> Connection:
-        """Open and negotiate a connection with this client's settings."""
-        return await Connection.open(
-            host,
-            port,
-            node_id=node_id,
-            client_id=self.client_id,
-            connector=self._connector,
-            request_timeout_ms=self.request_timeout_ms,
-            client_software_version=self._software_version,
+        """Open and negotiate a connection with this client's settings.
+
+        Raises:
+            KafkaConnectionError: the address is backing off after failures (no
+                connection is attempted), or the connection failed.
+        """
+        key = (host, port)
+        until, failures = self._reconnect.get(key, (0.0, 0))
+        wait = until - time.monotonic()
+        if wait > 0:
+            raise KafkaConnectionError(
+                f"not connecting to {host}:{port} for {wait:.3g} s: "
+                f"{failures} connection attempt(s) in a row failed"
+            )
+        try:
+            conn = await Connection.open(
+                host,
+                port,
+                node_id=node_id,
+                client_id=self.client_id,
+                connector=self._connector,
+                request_timeout_ms=self.request_timeout_ms,
+                client_software_version=self._software_version,
+            )
+        except KafkaError:
+            self._connection_failed(key)
+            raise
+        opened = time.monotonic()
+
+        def closed(_conn: Connection, _reason: BaseException) -> None:
+            if time.monotonic() - opened < self.reconnect_backoff_max:
+                self._connection_failed(key)  # closed right away: as good as failed
+            else:
+                self._reconnect.pop(key, None)
+
+        conn.add_close_callback(closed)
+        return conn
+
+    def _connection_failed(self, key: tuple[str, int]) -> None:
+        _until, failures = self._reconnect.get(key, (0.0, 0))
+        failures += 1
+        delay = _jitter(
+            min(self.reconnect_backoff * 2 ** (failures - 1), self.reconnect_backoff_max)
         )
+        self._reconnect[key] = (time.monotonic() + delay, failures)
 
     async def bootstrap_cluster(self) -> None:
         """Connect to a bootstrap server and load metadata.
@@ -289,6 +347,22 @@ class KafkaClient:
         return self.cluster
 
     async def _do_refresh(self) -> None:
+        # KIP-580: refreshes in a row wait longer and longer (a leader election, a topic
+        # that does not exist yet), so that a client without a usable leader stays idle.
+        wait = self._next_refresh_at - time.monotonic()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        else:
+            if -wait > self.retry_backoff_max * 2:
+                self._refresh_streak = 0  # a quiet period: start over from retry_backoff
+        try:
+            await self._refresh_once()
+        finally:
+            delay = min(self.retry_backoff * 2**self._refresh_streak, self.retry_backoff_max)
+            self._refresh_streak += 1
+            self._next_refresh_at = time.monotonic() + _jitter(delay)
+
+    async def _refresh_once(self) -> None:
         errors = []
         candidates = self._least_loaded_order()
         for node_id in candidates:
@@ -341,7 +415,7 @@ class KafkaClient:
         while not self._closed:
             age = time.monotonic() - self.cluster.updated_at
             if failures:
-                delay = min(self.retry_backoff * (2 ** (failures - 1)), self.retry_backoff * 10)
+                delay = min(self.retry_backoff * (2 ** (failures - 1)), self.retry_backoff_max)
             else:
                 delay = max(0.0, self.metadata_max_age - age)
             delay = min(delay, max(self.connections_max_idle / 2, 0.05))
@@ -372,8 +446,11 @@ class KafkaClient:
     # -- connections -------------------------------------------------------------
 
     def is_backing_off(self, node_id: int) -> bool:
-        """Whether connecting to ``node_id`` failed recently (``retry_backoff_ms``)."""
-        entry = self._node_backoff.get(node_id)
+        """Whether connecting to ``node_id`` waits after failures (``reconnect_backoff_ms``)."""
+        broker = self.cluster.broker(node_id)
+        if broker is None:
+            return False
+        entry = self._reconnect.get((broker.host, broker.port))
         return entry is not None and time.monotonic() < entry[0]
 
     def connection_if_ready(self, node_id: int) -> Connection | None:
@@ -406,14 +483,8 @@ class KafkaClient:
     async def _open(self, broker: Broker, channel: str = "") -> Connection:
         try:
             conn = await self._open_address(broker.host, broker.port, broker.node_id)
-        except KafkaError:
-            _until, failures = self._node_backoff.get(broker.node_id, (0.0, 0))
-            delay = min(self.retry_backoff * (2**failures), self.retry_backoff * 10)
-            self._node_backoff[broker.node_id] = (time.monotonic() + delay, failures + 1)
-            raise
         finally:
             self._connecting.pop((broker.node_id, channel), None)
-        self._node_backoff.pop(broker.node_id, None)
         if channel:
             self._channels[(broker.node_id, channel)] = conn
         else:

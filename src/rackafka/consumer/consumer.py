@@ -67,7 +67,13 @@ def _positive(name: str, value: Any, *, zero: bool = False) -> int:
     if value < 0 or (value == 0 and not zero):
         allowed = ">= 0" if zero else "> 0"
         raise KafkaConfigurationError(f"{name} must be {allowed}, not {value}")
+    if value > _INT32_MAX:
+        # Sent as a 32-bit integer on the wire (or used as one by Kafka clients).
+        raise KafkaConfigurationError(f"{name} must be at most {_INT32_MAX}, not {value}")
     return value
+
+
+_INT32_MAX = 2**31 - 1
 
 
 class _SubscribeArgumentsError(TypeError, ValueError):
@@ -109,6 +115,13 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         max_poll_records: most records :meth:`getmany` returns.  Default: no limit.
         request_timeout_ms: how long to wait for a response.  Default: 40000.
         retry_backoff_ms: pause after errors, growing on repeats.  Default: 100.
+        retry_backoff_max_ms: the longest such pause: metadata refreshes that follow
+            each other (a leader that stays unknown) double their pause up to it, with
+            20 % jitter (KIP-580).  A rackafka extension (Java's name).  Default: 1000.
+        reconnect_backoff_ms, reconnect_backoff_max_ms: pause before connecting
+            again to a broker whose connection failed or closed at once, doubling per
+            failure in a row up to the maximum, with 20 % jitter (KIP-144).  rackafka
+            extensions (Java's names).  Defaults: 50 and 1000.
         auto_offset_reset: ``"latest"`` (default), ``"earliest"`` or ``"none"``:
             where to start when there is no position, or when the *leader*
             says the position is out of range (a lagging follower never causes
@@ -171,6 +184,9 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         max_partition_fetch_bytes: int = 1 * 1024 * 1024,
         request_timeout_ms: int = 40 * 1000,
         retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1000,
+        reconnect_backoff_ms: int = 50,
+        reconnect_backoff_max_ms: int = 1000,
         auto_offset_reset: str = "latest",
         enable_auto_commit: bool = True,
         auto_commit_interval_ms: int = 5000,
@@ -266,6 +282,9 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             ("max_partition_fetch_bytes", max_partition_fetch_bytes, False),
             ("request_timeout_ms", request_timeout_ms, False),
             ("retry_backoff_ms", retry_backoff_ms, True),
+            ("retry_backoff_max_ms", retry_backoff_max_ms, True),
+            ("reconnect_backoff_ms", reconnect_backoff_ms, True),
+            ("reconnect_backoff_max_ms", reconnect_backoff_max_ms, True),
             ("metadata_max_age_ms", metadata_max_age_ms, False),
             ("consumer_timeout_ms", consumer_timeout_ms, True),
             (  # None disables idle checks (aiokafka).
@@ -300,6 +319,9 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             metadata_max_age_ms=metadata_max_age_ms,
             request_timeout_ms=request_timeout_ms,
             retry_backoff_ms=retry_backoff_ms,
+            retry_backoff_max_ms=retry_backoff_max_ms,
+            reconnect_backoff_ms=reconnect_backoff_ms,
+            reconnect_backoff_max_ms=reconnect_backoff_max_ms,
             connections_max_idle_ms=(
                 connections_max_idle_ms if connections_max_idle_ms is not None else 1 << 62
             ),

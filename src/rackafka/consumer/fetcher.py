@@ -236,10 +236,11 @@ class Fetcher:
         self._idle = consumer_timeout_ms / 1000
         self._key_deser = key_deserializer
         self._value_deser = value_deserializer
+        self._backoff_max = max(self._backoff * 10, 1.0)
         self.policy: ReadReplicaPolicy[TopicPartition] = ReadReplicaPolicy(
             lease_s=metadata_max_age_ms / 1000,
             backoff_s=self._backoff,
-            max_backoff_s=max(self._backoff * 10, 1.0),
+            max_backoff_s=self._backoff_max,
         )
         self._sessions: dict[int, FetchSession[TopicPartition]] = {}
         self._inflight: dict[int, _InFlight] = {}
@@ -253,6 +254,8 @@ class Fetcher:
         self._tp_bytes: dict[TopicPartition, int] = {}
         self._buffered_bytes = 0
         self._node_backoff_until: dict[int, float] = {}
+        #: Offset lookups in a row that failed, per leader.
+        self._lookup_failures: dict[int, int] = {}
         #: No fetch to a node before this time (it answered without data, at once).
         self._node_pace_until: dict[int, float] = {}
         #: Consecutive fetches of a partition that gave only an incomplete batch.
@@ -764,8 +767,10 @@ class Fetcher:
                 self._handle_done()
         except asyncio.CancelledError:
             raise
-        except Exception:  # pragma: no cover - a bug here must be loud, not a silent stall
+        except Exception:
+            # A bug here must be loud, not a silent stall: getmany()/getone() raise it.
             log.exception("fetch loop failed")
+            self.data_ready.set()
             raise
         finally:
             if wakeup_task is not None:
@@ -792,8 +797,8 @@ class Fetcher:
         committed: list[TopicPartition] = []
         for state in self._subs.states():
             tp = state.tp
-            if tp in self._lookup_tps:
-                continue
+            if tp in self._lookup_tps or (state.error is not None and state.reset != NONE):
+                continue  # looked up now, or an error to raise first
             if state.reset == COMMITTED:
                 if self.committed_lookup is None:
                     state.request_reset(self._subs.default_reset)
@@ -866,26 +871,54 @@ class Fetcher:
             self._lookup_done(_COMMITTED_LOOKUP, tps)
 
     async def _reset(self, leader: int, tps: dict[TopicPartition, str]) -> None:
+        done = 0
         try:
             timestamps = {tp: RESET_TIMESTAMPS[s] for tp, s in tps.items()}
-            results = await self.list_offsets_from(leader, timestamps)
-            if len(results) < len(tps):
-                self._node_backoff_until[leader] = time.monotonic() + self._backoff
+            failed: dict[TopicPartition, KafkaError] = {}
+            results = await self.list_offsets_from(leader, timestamps, errors=failed)
             for tp, (offset, _ts, epoch) in results.items():
                 state = self._subs.state(tp)
                 if state is None or state.reset != tps[tp]:
                     continue  # unassigned or reset/seeked again meanwhile
                 if offset < 0:
+                    log.warning(
+                        "%s-%d: ListOffsets from node %d gave offset %d; retrying",
+                        tp.topic,
+                        tp.partition,
+                        leader,
+                        offset,
+                    )
                     continue
                 log.debug("reset %s-%d to offset %d (%s)", tp.topic, tp.partition, offset, tps[tp])
                 state.set_position(offset, -1)
                 state.validated_epoch = epoch
+                done += 1
+            for tp, error in failed.items():
+                state = self._subs.state(tp)
+                if state is not None and state.reset == tps[tp] and state.error is None:
+                    self._fail(state, error)  # raised by the next poll, then retried
         except KafkaError as exc:
             log.debug("offset reset via node %d failed: %s", leader, exc)
-            self._node_backoff_until[leader] = time.monotonic() + self._backoff
+            if not _retriable(exc):
+                for tp in tps:
+                    state = self._subs.state(tp)
+                    if state is not None and state.reset == tps[tp] and state.error is None:
+                        self._fail(state, exc)
             self._client.request_update()
         finally:
+            self._lookup_failed(leader, done < len(tps))
             self._lookup_done(leader, tps)
+
+    def _lookup_failed(self, leader: int, failed: bool) -> None:
+        """Back off from ``leader`` after a lookup that did not give every answer,
+        doubling on failures in a row (as the routing policy does)."""
+        if not failed:
+            self._lookup_failures.pop(leader, None)
+            return
+        n = self._lookup_failures.get(leader, 0)
+        self._lookup_failures[leader] = n + 1
+        delay = min(self._backoff * 2**n, self._backoff_max)
+        self._node_backoff_until[leader] = time.monotonic() + delay
 
     async def _validate(self, leader: int, states: list[PartitionState]) -> None:
         """KIP-320: check positions against the leader's log after a leader change."""
@@ -953,12 +986,17 @@ class Fetcher:
             self._lookup_done(leader, tps)
 
     async def list_offsets_from(
-        self, leader: int, timestamps: dict[TopicPartition, int]
+        self,
+        leader: int,
+        timestamps: dict[TopicPartition, int],
+        *,
+        errors: dict[TopicPartition, KafkaError] | None = None,
     ) -> dict[TopicPartition, tuple[int, int, int]]:
         """ListOffsets to one leader: ``tp -> (offset, timestamp, leader_epoch)``.
 
         Partitions with a retriable error are left out of the result (the
-        caller retries); a non-retriable one raises.
+        caller retries); a non-retriable one raises, or goes into ``errors``
+        when it is given.
         """
         version = await self._client.api_version(leader, LIST_OFFSETS)
         topics: dict[str, list[dict[str, int]]] = {}
@@ -986,7 +1024,11 @@ class Fetcher:
                     if err.invalid_metadata or err.retriable:
                         self._client.request_update()
                         continue
-                    raise err(f"ListOffsets for {tp.topic}-{tp.partition}")
+                    error = err(f"ListOffsets for {tp.topic}-{tp.partition} from node {leader}")
+                    if errors is None:
+                        raise error
+                    errors[tp] = error
+                    continue
                 out[tp] = (p.offset, p.timestamp, p.leader_epoch)
         return out
 
@@ -1078,6 +1120,12 @@ class Fetcher:
                 continue
             try:
                 self._send_fetch(node, conn, states)
+            except UnsupportedVersionError as exc:
+                # No Fetch version in common: retrying cannot help, the user must know.
+                self._node_failed(node, exc)
+                for state in states:
+                    if state.error is None:
+                        self._fail(state, exc)
             except KafkaError as exc:
                 self._node_failed(node, exc)
         return deadline
@@ -1418,6 +1466,16 @@ def _expire(fut: asyncio.Future[Any], conn: Any, node: int, timeout: float) -> N
 
 def _has_records(response: Any) -> bool:
     return any(p.records for t in response.responses for p in t.partitions)
+
+
+def _retriable(exc: KafkaError) -> bool:
+    """Whether trying again may help: retriable codes, connections, timeouts."""
+    return bool(
+        exc.retriable
+        or exc.invalid_metadata
+        or isinstance(exc, KafkaTimeoutError)
+        or _is_connection_error(exc)
+    )
 
 
 def _is_connection_error(exc: BaseException) -> bool:

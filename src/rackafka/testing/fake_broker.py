@@ -242,7 +242,7 @@ class FakeBroker:
         }
 
     def _default_ListOffsets(self, request: FakeRequest) -> Any:  # noqa: N802
-        topics = []
+        topics: list[dict[str, Any]] = []
         for t in request.body.topics:
             parts = []
             for p in t.partitions:
