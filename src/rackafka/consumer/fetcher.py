@@ -695,6 +695,7 @@ class Fetcher:
         raised: the records before the failing one are kept (KIP-334) and the error
         names the failing record.  Anything else fails at the batch.
         """
+        remaining = buf.batches
         buf.batches = None
         buf.pending = []
         buf.pending_pos = 0
@@ -724,8 +725,9 @@ class Fetcher:
                 buf.pending = good
                 buf.pending_next = offset
                 return
-        # The deserializers accept every record when called again: deliver them.
+        # Only records before the position failed (a seek into the batch): go on.
         buf.failure = None
+        buf.batches = remaining
         buf.pending = good
         buf.pending_next = batch.next_offset
 

@@ -213,7 +213,7 @@ class FakeBroker:
     def _default_Metadata(self, request: FakeRequest) -> Any:  # noqa: N802
         wanted = request.body.topics
         names = list(self.topics) if wanted is None else [t.name for t in wanted]
-        topics = []
+        topics: list[dict[str, Any]] = []
         for name in names:
             if name not in self.topics:
                 topics.append({"error_code": 3, "name": name, "partitions": []})
