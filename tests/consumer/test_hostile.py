@@ -244,6 +244,7 @@ async def test_a_batch_length_beyond_the_data_or_negative_is_corrupt_not_refetch
     # The error stays; the partition is not fetched again and again meanwhile.
     rates, cpu = await idle_rates(fake, ("Fetch",))
     assert rates["Fetch"] <= MAX_RATE, rates
+    assert cpu < 0.25, cpu
     with pytest.raises(CorruptRecordException):
         await asyncio.wait_for(consumer.getmany(timeout_ms=500), WAIT)
 

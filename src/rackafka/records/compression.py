@@ -242,7 +242,9 @@ def _snappy_decompress(data: bytes, max_size: int) -> bytes:
                 f"invalid snappy compressed data (block of {size} bytes, {end - pos} left)"
             )
         block = data[pos : pos + size]
-        left -= _check_snappy_len(raw_len(block), size, left)
+        left -= _check_snappy_len(raw_len(block), size, max_size)
+        if left < 0:
+            raise _too_large(max_size)
         parts.append(bytes(decompress_raw(block)))
         pos += size
     return b"".join(parts)
