@@ -20,6 +20,7 @@ import pytest
 pa = pytest.importorskip("pyarrow", reason="the spark extra (pyarrow) is not installed")
 
 from rackafka.consumer.consumer import AIOKafkaConsumer  # noqa: E402
+from rackafka.errors import KafkaTimeoutError  # noqa: E402
 from rackafka.spark import rack_summary  # noqa: E402
 from rackafka.spark.options import CLIENT_RACK_ENV, EARLIEST, SourceOptions, parse_options  # noqa: E402
 from rackafka.spark.planning import DataLossError, OffsetRange  # noqa: E402
@@ -420,6 +421,23 @@ def test_range_past_the_end_times_out(cluster: EmbeddedCluster) -> None:
             got.extend(batch.column("offset").to_pylist())
     # What was there was delivered before the task gave up.
     assert got == list(range(20, 30))
+
+
+def test_a_slow_leader_fails_the_task_it_is_not_data_loss(
+    cluster: EmbeddedCluster, tmp_path: Path
+) -> None:
+    # As Spark's Kafka source: records that exist but do not come within pollTimeoutMs
+    # fail the task (Spark retries it), even with failOnDataLoss=false.
+    produce_numbered(cluster, "slow", 30)
+    opts = lossy_options(cluster, False, tmp_path, **{"kafkaConsumer.pollTimeoutMs": "500"})
+    cluster.set_broker_rtt(None, 1500)
+    try:
+        with pytest.raises(KafkaTimeoutError, match=r"slow-0 at offset 0 .*not data loss"):
+            read(opts, OffsetRange("slow", 0, 0, 30))
+    finally:
+        cluster.set_broker_rtt(None, 0)
+    report = only_report(tmp_path)
+    assert report.lost_offsets == 0 and not report.finished
 
 
 def test_range_past_the_end_stops_without_fail(cluster: EmbeddedCluster, tmp_path: Path) -> None:

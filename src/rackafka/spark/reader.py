@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from rackafka.errors import KafkaError, OffsetOutOfRangeError
+from rackafka.errors import KafkaError, KafkaTimeoutError, OffsetOutOfRangeError
 from rackafka.spark.options import EARLIEST, SourceOptions, resolve_client_rack
 from rackafka.spark.planning import DataLossError, OffsetRange
 from rackafka.structs import TopicPartition
@@ -202,8 +202,10 @@ def read_ranges(
     record (transaction markers, compacted or aborted records under ``read_committed``)
     are passed over. Records that are gone raise
     :class:`~rackafka.spark.planning.DataLossError`, or are logged and skipped with
-    ``failOnDataLoss=false``; so is a range that makes no progress for
-    ``kafkaConsumer.pollTimeoutMs``.
+    ``failOnDataLoss=false``.  A range that makes no progress for
+    ``kafkaConsumer.pollTimeoutMs`` is checked against the partition's offsets: records
+    that are gone are data loss; records that exist but do not come raise
+    :exc:`~rackafka.errors.KafkaTimeoutError` (the task fails and Spark retries it).
     """
     from rackafka.consumer.consumer import AIOKafkaConsumer
 
@@ -296,15 +298,9 @@ def read_ranges(
                     if r.position >= r.end:
                         _finish(consumer, todo, tp)
                 elif now - r.progress_at > limit_s:
-                    _data_loss(
-                        opts,
-                        report,
-                        f"no record of {tp.topic}-{tp.partition} at offsets {r.position} to "
-                        f"{r.end - 1} arrived within kafkaConsumer.pollTimeoutMs "
-                        f"({opts.poll_timeout_ms} ms): they may be gone",
-                        r.end - r.position,
-                    )
-                    _finish(consumer, todo, tp)
+                    run(_stalled(consumer, tp, r, opts, report))
+                    if r.position >= r.end:
+                        _finish(consumer, todo, tp)
         report.finished = True
     finally:
         try:
@@ -314,6 +310,49 @@ def read_ranges(
         finally:
             loop.close()
             _publish(report, opts.metrics_path)
+
+
+async def _stalled(
+    consumer: Any, tp: TopicPartition, r: _Range, opts: SourceOptions, report: TaskReport
+) -> None:
+    """Nothing arrived for ``tp`` within ``kafkaConsumer.pollTimeoutMs``: lost, or slow?
+
+    As Spark's Kafka source: records that no longer exist (the log now starts after the
+    position, or ends before it) are data loss; records that exist but did not come in
+    time fail the task (Spark runs it again), whatever ``failOnDataLoss`` says.
+    """
+    begin = (await consumer.beginning_offsets([tp]))[tp]
+    end = (await consumer.end_offsets([tp]))[tp]
+    where = f"{tp.topic}-{tp.partition}"
+    if begin > r.position:
+        _data_loss(
+            opts,
+            report,
+            f"offsets {r.position} to {min(begin, r.end) - 1} of {where} are gone: "
+            f"the partition now starts at offset {begin}",
+            min(begin, r.end) - r.position,
+        )
+        r.position = min(begin, r.end)
+        if r.position < r.end:
+            consumer.seek(tp, r.position)
+    elif end <= r.position:
+        _data_loss(
+            opts,
+            report,
+            f"no record of {where} at offsets {r.position} to {r.end - 1} arrived within "
+            f"kafkaConsumer.pollTimeoutMs ({opts.poll_timeout_ms} ms): they may be gone "
+            f"(the partition ends at offset {end})",
+            r.end - r.position,
+        )
+        r.position = r.end
+    else:
+        raise KafkaTimeoutError(
+            f"no record of {where} at offset {r.position} arrived within "
+            f"kafkaConsumer.pollTimeoutMs ({opts.poll_timeout_ms} ms), though the partition "
+            f"holds offsets {begin} to {end - 1}: a slow or unreachable broker, not data "
+            "loss; the task fails so that Spark runs it again"
+        )
+    r.progress_at = time.monotonic()
 
 
 def _start_guess(r: _Range) -> int:
