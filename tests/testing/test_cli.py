@@ -168,8 +168,35 @@ def test_serve_session(server_factory: type[Server]) -> None:
     assert all(_refused(p) for p in ports)
 
 
-def test_serve_exits_on_eof(server_factory: type[Server]) -> None:
-    server = server_factory("--brokers", "1", "--racks", "")
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM cannot be delivered on Windows")
+def test_serve_keeps_serving_when_stdin_is_at_its_end() -> None:
+    # As a background job, under nohup or in a container: stdin is /dev/null.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rackafka.testing", "serve", "--brokers", "1", "--racks", ""],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().strip()
+        assert line.startswith("BOOTSTRAP="), line
+        ports = [int(a.rsplit(":", 1)[1]) for a in line.split("=", 1)[1].split(",")]
+        time.sleep(1.5)
+        assert proc.poll() is None, "serve stopped at the end of its input"
+        assert not any(_refused(p) for p in ports)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0
+        assert all(_refused(p) for p in ports)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
+def test_serve_exits_on_eof_when_asked(server_factory: type[Server]) -> None:
+    server = server_factory("--brokers", "1", "--racks", "", "--exit-on-eof")
     ports = _ports(_bootstrap(server))
     assert server.proc.stdin is not None
     server.proc.stdin.close()

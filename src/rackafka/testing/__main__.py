@@ -2,8 +2,10 @@
 
 The server prints ``BOOTSTRAP=host:port,...`` on one line once the topics are created and
 filled, then reads control commands on stdin, one per line, and answers each with one line,
-``OK`` (maybe followed by a space and JSON) or ``ERR message``. It exits on ``quit``, at the
-end of its input, or on SIGTERM/SIGINT, after closing the cluster. ``help`` lists commands.
+``OK`` (maybe followed by a space and JSON) or ``ERR message``. It exits on ``quit`` or on
+SIGTERM/SIGINT, after closing the cluster; at the end of its input (``/dev/null``, a
+background job, a container without a terminal) it keeps serving, unless
+``--exit-on-eof`` is given. ``help`` lists commands.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import logging
 import shlex
 import signal
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from types import FrameType
@@ -345,8 +348,8 @@ def _parser() -> argparse.ArgumentParser:
         description=(
             "Start a cluster, create the topics, produce the messages, print one line "
             "'BOOTSTRAP=host:port,...', then execute one control command per stdin line "
-            "(answering 'OK ...' or 'ERR ...'; 'help' lists them) until 'quit', end of "
-            "input, SIGTERM or SIGINT."
+            "(answering 'OK ...' or 'ERR ...'; 'help' lists them) until 'quit', "
+            "SIGTERM or SIGINT (or the end of input, with --exit-on-eof)."
         ),
     )
     serve.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
@@ -375,6 +378,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--track-requests", action="store_true", help="start request tracking at once"
+    )
+    serve.add_argument(
+        "--exit-on-eof",
+        action="store_true",
+        help="stop at the end of standard input (default: keep serving until a signal)",
     )
     serve.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
     return parser
@@ -423,6 +431,10 @@ def serve(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
         while True:
             line = stdin.readline()
             if not line:
+                if not getattr(args, "exit_on_eof", False):
+                    log.info("end of standard input: serving until SIGTERM or SIGINT")
+                    while True:
+                        time.sleep(3600)  # a signal ends it (_Terminate)
                 break
             if not line.strip() or line.lstrip().startswith("#"):
                 continue
