@@ -5,6 +5,9 @@
 injection for rack-aware fetching (KIP-392): preferred read replicas, lagging followers,
 leader moves, brokers going down, request errors, old API versions and request tracking.
 
+:class:`FakeBroker` is a small broker of rackafka's own whose every answer a test can
+replace, for hostile-input and fault tests.
+
 ``python -m rackafka.testing serve`` runs one for another process; the pytest plugin
 ``rackafka.testing.pytest_plugin`` provides fixtures. See ``docs/testing.rst``.
 """
@@ -30,6 +33,7 @@ from .cluster import (
     probe_api_versions,
 )
 from .compose import ComposeCluster, DockerUnavailableError, FaultInjectionUnsupportedError
+from .fake_broker import NO_RESPONSE, FakeBroker, FakeRequest
 
 __all__ = [
     "API_NAMES",
@@ -41,8 +45,11 @@ __all__ = [
     "DockerUnavailableError",
     "EmbeddedCluster",
     "EmbeddedClusterError",
+    "FakeBroker",
+    "FakeRequest",
     "FaultInjectionUnsupportedError",
     "LibrdkafkaNotFoundError",
+    "NO_RESPONSE",
     "PartitionInfo",
     "ProduceError",
     "ProduceResult",
