@@ -423,3 +423,26 @@ def test_fetch_sizes_must_fit_an_int32(name: str) -> None:
     with pytest.raises(KafkaConfigurationError, match=name):
         AIOKafkaConsumer(bootstrap_servers="127.0.0.1:1", **{name: 2**31})
     AIOKafkaConsumer(bootstrap_servers="127.0.0.1:1", **{name: 2**31 - 1})
+
+
+async def test_no_group_coordinator_backs_off(fake: FakeBroker, consumers: Any) -> None:
+    def not_available(b: FakeBroker, r: FakeRequest) -> Any:
+        keys = getattr(r.body, "coordinator_keys", None) or []
+        return {
+            "error_code": 15,
+            "node_id": -1,
+            "host": "",
+            "port": -1,
+            "coordinators": [
+                {"key": k, "error_code": 15, "node_id": -1, "host": "", "port": -1} for k in keys
+            ],
+        }
+
+    fake.handlers["FindCoordinator"] = not_available
+    consumer = consumers(fake, group_id="g")
+    consumer.subscribe(["t"])
+    await consumer.start()
+    rates, cpu = await idle_rates(fake, ("FindCoordinator", "Metadata"), seconds=3.0)
+    assert rates["FindCoordinator"] <= MAX_RATE / 2, rates
+    assert rates["Metadata"] <= MAX_RATE, rates
+    assert cpu < 0.25

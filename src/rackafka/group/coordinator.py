@@ -32,6 +32,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import random
 import time
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
@@ -389,7 +390,13 @@ class GroupCoordinator:
         self.coordinator_id = None
 
     async def _ensure_coordinator(self) -> int:
+        attempts = 0
         while self.coordinator_id is None:
+            if attempts:
+                # Doubling pauses with jitter while no coordinator can be found (KIP-580).
+                delay = min(self._backoff * 2 ** (attempts - 1), max(self._backoff * 10, 1.0))
+                await asyncio.sleep(delay * random.uniform(0.8, 1.2))
+            attempts += 1
             node = self._any_node()
             try:
                 version = await self._client.api_version(node, FIND_COORDINATOR)
@@ -401,7 +408,6 @@ class GroupCoordinator:
                 log.debug("FindCoordinator via node %s failed: %s", node, exc)
                 with contextlib.suppress(KafkaError):
                     await self._client.refresh_metadata()
-                await asyncio.sleep(self._backoff)
                 continue
             if version >= 4:
                 found = resp.coordinators[0] if resp.coordinators else None
@@ -415,7 +421,6 @@ class GroupCoordinator:
                 err = for_code(code)
                 if not err.retriable:
                     raise err(f"FindCoordinator for group {self.group_id}")
-                await asyncio.sleep(self._backoff)
                 continue
             if self._client.cluster.broker(node_id) is None:
                 self._client.cluster.add_brokers([Broker(node_id, host, port)])
