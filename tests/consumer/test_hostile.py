@@ -446,3 +446,32 @@ async def test_no_group_coordinator_backs_off(fake: FakeBroker, consumers: Any) 
     assert rates["FindCoordinator"] <= MAX_RATE / 2, rates
     assert rates["Metadata"] <= MAX_RATE, rates
     assert cpu < 0.25
+
+
+@pytest.mark.parametrize("code", [1, 2, 3, 5, 6, -1, 29, 74, 75, 78, 87])
+async def test_a_fetch_error_that_keeps_coming_is_not_a_hot_loop(
+    fake: FakeBroker, consumers: Any, code: int
+) -> None:
+    fake.append("t", 0, batch(0))
+    fake.handlers["Fetch"] = lambda b, r: fetch_partition_response(
+        r, lambda t, p: {"error_code": code, "high_watermark": -1, "records": None}
+    )
+    consumer = consumers(fake)
+    await consumer.start()
+    consumer.assign([TP])
+    await asyncio.sleep(0.5)
+    since = time.monotonic()
+    cpu = time.process_time()
+    errors = set()
+    while time.monotonic() - since < 2.0:  # a user who logs errors and polls again
+        try:
+            await consumer.getmany(timeout_ms=200)
+        except Exception as exc:
+            errors.add(type(exc).__name__)
+    elapsed = time.monotonic() - since
+    for api in ("Fetch", "ListOffsets", "Metadata"):
+        assert fake.count(api, since) / elapsed <= MAX_RATE, (api, fake.counts())
+    assert (time.process_time() - cpu) / elapsed < 0.25
+    fake.handlers.clear()
+    if not errors:  # retried by the consumer: it goes on once the broker does
+        assert await collect(consumer, 10) == list(range(10))

@@ -256,6 +256,10 @@ class Fetcher:
         self._node_backoff_until: dict[int, float] = {}
         #: Offset lookups in a row that failed, per leader.
         self._lookup_failures: dict[int, int] = {}
+        #: A partition whose fetch failed is not fetched (or reset) again before this time;
+        #: errors in a row double the pause (see :meth:`_partition_backoff`).
+        self._tp_retry_at: dict[TopicPartition, float] = {}
+        self._tp_error_streak: dict[TopicPartition, int] = {}
         #: No fetch to a node before this time (it answered without data, at once).
         self._node_pace_until: dict[int, float] = {}
         #: Consecutive fetches of a partition that gave only an incomplete batch.
@@ -319,6 +323,7 @@ class Fetcher:
             return
         state.set_position(offset)
         state.awaiting_validation = False
+        self._tp_retry_at.pop(tp, None)  # the user moved: try at once
         self._drop_buffered(tp)
         self.wakeup()
 
@@ -801,6 +806,10 @@ class Fetcher:
             tp = state.tp
             if tp in self._lookup_tps or (state.error is not None and state.reset != NONE):
                 continue  # looked up now, or an error to raise first
+            retry_at = self._tp_retry_at.get(tp, 0.0)
+            if retry_at > now:
+                deadline = min(deadline, retry_at)
+                continue
             if state.reset == COMMITTED:
                 if self.committed_lookup is None:
                     state.request_reset(self._subs.default_reset)
@@ -1096,6 +1105,12 @@ class Fetcher:
                 or tp in self._lookup_tps
             ):
                 continue
+            if tp in self._tp_retry_at:
+                retry_at = self._tp_retry_at[tp]
+                if retry_at > now:
+                    deadline = min(deadline, retry_at)
+                    continue
+                del self._tp_retry_at[tp]
             leader = cluster.leader_for(tp)
             route = self.policy.select(
                 tp, leader, now, node_known=node_known, node_backing_off=backing_off
@@ -1324,6 +1339,7 @@ class Fetcher:
                         self._incomplete_batch(tp, state, node, sent_offset, records)
                         continue
                     self._incomplete.pop(tp, None)
+                    self._tp_error_streak.pop(tp, None)
                     if end > sent_offset:
                         state.fetch_position = end
                     aborted = None
@@ -1406,6 +1422,7 @@ class Fetcher:
     ) -> None:
         code = p.error_code
         new_leader = None
+        responder_is_leader = node == self._cluster.leader_for(tp)
         if code == _NOT_LEADER_OR_FOLLOWER:
             current = p.current_leader
             # KIP-951: move the partition now, no metadata round trip.
@@ -1458,6 +1475,14 @@ class Fetcher:
                 node,
                 state.position,
             )
+        if responder_is_leader or outcome.action is not FetchErrorAction.REFETCH_FROM_LEADER:
+            # The same answer again right away would spin: wait, longer on each repeat.
+            self._partition_backoff(tp, now)
+
+    def _partition_backoff(self, tp: TopicPartition, now: float) -> None:
+        n = self._tp_error_streak.get(tp, 0)
+        self._tp_error_streak[tp] = n + 1
+        self._tp_retry_at[tp] = now + min(self._backoff * 2**n, self._backoff_max)
 
 
 def _expire(fut: asyncio.Future[Any], conn: Any, node: int, timeout: float) -> None:
