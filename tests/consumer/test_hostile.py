@@ -475,3 +475,21 @@ async def test_a_fetch_error_that_keeps_coming_is_not_a_hot_loop(
     fake.handlers.clear()
     if not errors:  # retried by the consumer: it goes on once the broker does
         assert await collect(consumer, 10) == list(range(10))
+
+
+async def test_undecodable_fetch_responses_are_retried_slowly_and_logged(
+    fake: FakeBroker, consumers: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake.append("t", 0, batch(0))
+    fake.handlers["Fetch"] = lambda b, r: (
+        struct.pack(">ii", 9, r.correlation_id) + b"\x00\xff\xff\xff\xff"
+    )
+    consumer = consumers(fake)
+    await consumer.start()
+    consumer.assign([TP])
+    rates, cpu = await idle_rates(fake, ("Fetch",))
+    assert rates["Fetch"] <= MAX_RATE, rates
+    assert cpu < 0.25
+    assert any("fetch from node 0 failed" in r.getMessage() for r in caplog.records)
+    fake.handlers.clear()
+    assert await collect(consumer, 10) == list(range(10))

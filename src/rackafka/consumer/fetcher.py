@@ -46,6 +46,7 @@ from rackafka.consumer.subscription import (
 from rackafka.errors import (
     CorruptRecordException,
     KafkaError,
+    KafkaProtocolError,
     KafkaTimeoutError,
     NoOffsetForPartitionError,
     OffsetOutOfRangeError,
@@ -1166,7 +1167,10 @@ class Fetcher:
 
     def _node_failed(self, node: int, exc: BaseException) -> None:
         now = time.monotonic()
-        log.debug("fetch from node %d failed: %s", node, exc)
+        # A broker that answers what cannot be decoded is worth a warning; the rest
+        # (connections coming and going) is routine and retried.
+        level = logging.WARNING if isinstance(exc, KafkaProtocolError) else logging.DEBUG
+        log.log(level, "fetch from node %d failed: %s", node, exc)
         self._node_backoff_until[node] = now + self._backoff
         for change in self.policy.on_node_failure(node, now):
             self._log_change(change)
