@@ -349,17 +349,18 @@ class KafkaClient:
     async def _do_refresh(self) -> None:
         # KIP-580: refreshes in a row wait longer and longer (a leader election, a topic
         # that does not exist yet), so that a client without a usable leader stays idle.
+        # Only refreshes asked for within the pause after the last one count as "in a
+        # row"; periodic ones (metadata_max_age_ms) and rare ones do not.
         wait = self._next_refresh_at - time.monotonic()
         if wait > 0:
+            self._refresh_streak += 1
             await asyncio.sleep(wait)
-        else:
-            if -wait > self.retry_backoff_max * 2:
-                self._refresh_streak = 0  # a quiet period: start over from retry_backoff
+        elif -wait > self.retry_backoff_max:
+            self._refresh_streak = 0  # a quiet period: start over from retry_backoff
         try:
             await self._refresh_once()
         finally:
             delay = min(self.retry_backoff * 2**self._refresh_streak, self.retry_backoff_max)
-            self._refresh_streak += 1
             self._next_refresh_at = time.monotonic() + _jitter(delay)
 
     async def _refresh_once(self) -> None:
