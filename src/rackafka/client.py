@@ -295,6 +295,12 @@ class KafkaClient:
             self._topics |= new
             self.request_update()
 
+    def unknown_topics(self) -> set[str]:
+        """Topics of interest that the last metadata did not describe."""
+        if not self._topics or self.cluster.updated_at == 0:
+            return set()
+        return {t for t in self._topics if not self.cluster.partitions.get(t)}
+
     def want_all_topics(self, value: bool = True) -> None:
         """Ask metadata for every topic (pattern subscriptions, ``topics()``)."""
         self._all_topics = value
@@ -415,16 +421,24 @@ class KafkaClient:
         failures = 0
         while not self._closed:
             age = time.monotonic() - self.cluster.updated_at
+            # Topics asked for but not known yet (created after the consumer started) are
+            # looked for again every retry_backoff_max_ms, not every metadata_max_age_ms.
+            unknown = self.unknown_topics()
+            max_age = (
+                min(self.metadata_max_age, self.retry_backoff_max)
+                if unknown
+                else (self.metadata_max_age)
+            )
             if failures:
                 delay = min(self.retry_backoff * (2 ** (failures - 1)), self.retry_backoff_max)
             else:
-                delay = max(0.0, self.metadata_max_age - age)
+                delay = max(0.0, max_age - age)
             delay = min(delay, max(self.connections_max_idle / 2, 0.05))
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._wakeup.wait(), delay)
             self._wakeup.clear()
             self._reap_idle()
-            if failures or time.monotonic() - self.cluster.updated_at >= self.metadata_max_age:
+            if failures or time.monotonic() - self.cluster.updated_at >= max_age:
                 try:
                     await self.refresh_metadata()
                     failures = 0

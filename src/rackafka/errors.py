@@ -60,6 +60,8 @@ __all__ = [
     "ERROR_CODES",
     "kafka_errors",
     "for_code",
+    "is_retriable",
+    "is_invalid_metadata",
     "raise_for_code",
     "UnknownError",  # -1
     "UnknownServerError",
@@ -400,8 +402,11 @@ class RecordDeserializationError(KafkaError):
         super().__init__(f"{where}: {message}" if message else where)
 
 
-class KafkaConfigurationError(KafkaError):
-    """A configuration argument is invalid."""
+class KafkaConfigurationError(KafkaError, ValueError):
+    """A configuration argument is invalid.
+
+    Also a :exc:`ValueError`, which aiokafka raises for some of the same arguments.
+    """
 
 
 class QuotaViolationError(KafkaError):
@@ -546,7 +551,6 @@ class CorruptRecordException(BrokerResponseError):
         "A message failed its CRC check, has an invalid size, has a null key on a compacted "
         "topic, or is otherwise corrupt."
     )
-    retriable = True
 
 
 InvalidMessageError = CorruptRecordException
@@ -612,8 +616,6 @@ class ReplicaNotAvailableError(BrokerResponseError):
     errno = 9
     message = "REPLICA_NOT_AVAILABLE"
     description = "The replica of the requested topic-partition is not available on this broker."
-    retriable = True
-    invalid_metadata = True
 
 
 class MessageSizeTooLargeError(BrokerResponseError):
@@ -641,8 +643,6 @@ class StaleLeaderEpochCodeError(BrokerResponseError):
     errno = 13
     message = "NETWORK_EXCEPTION"
     description = "The server closed the connection before a response arrived."
-    retriable = True
-    invalid_metadata = True
 
 
 NetworkExceptionError = StaleLeaderEpochCodeError
@@ -933,7 +933,6 @@ class ConcurrentTransactions(BrokerResponseError):
     errno = 51
     message = "CONCURRENT_TRANSACTIONS"
     description = "Another operation on the same transaction is still in progress."
-    retriable = True
 
 
 ConcurrentTransactionsError = ConcurrentTransactions
@@ -1116,7 +1115,6 @@ class FetchSessionIdNotFound(BrokerResponseError):
     errno = 70
     message = "FETCH_SESSION_ID_NOT_FOUND"
     description = "The broker has no fetch session with this id."
-    retriable = True
 
 
 FetchSessionIdNotFoundError = FetchSessionIdNotFound
@@ -1126,7 +1124,6 @@ class InvalidFetchSessionEpoch(BrokerResponseError):
     errno = 71
     message = "INVALID_FETCH_SESSION_EPOCH"
     description = "The fetch session epoch does not match the one the broker expects."
-    retriable = True
 
 
 InvalidFetchSessionEpochError = InvalidFetchSessionEpoch
@@ -1138,8 +1135,6 @@ class ListenerNotFound(BrokerResponseError):
     description = (
         "The partition leader has no listener matching the one the metadata request arrived on."
     )
-    retriable = True
-    invalid_metadata = True
 
 
 ListenerNotFoundError = ListenerNotFound
@@ -1585,6 +1580,33 @@ def _unknown_code_class(error_code: int) -> type[UnknownError]:
 
 def _rebuild_unknown(error_code: int, args: tuple[object, ...]) -> UnknownError:
     return _unknown_code_class(error_code)(*args)
+
+
+#: Codes the Java client retries (``RetriableException``) whose aiokafka class says
+#: ``retriable = False``; the classes keep aiokafka's flags so that code written for aiokafka
+#: behaves the same, and rackafka's own retry logic asks :func:`is_retriable`.
+_JAVA_RETRIABLE = frozenset({2, 9, 13, 51, 70, 71, 72})
+#: Likewise for ``invalid_metadata`` (Java's ``InvalidMetadataException``).
+_JAVA_INVALID_METADATA = frozenset({9, 13, 72})
+
+
+def is_retriable(error: type[BaseException] | BaseException) -> bool:
+    """Whether the Java client retries ``error`` (a class or an instance).
+
+    The same as its ``retriable`` flag, but for the few codes where aiokafka's flag (which
+    rackafka's classes copy) says otherwise.
+    """
+    if getattr(error, "errno", None) in _JAVA_RETRIABLE:
+        return True
+    return bool(getattr(error, "retriable", False))
+
+
+def is_invalid_metadata(error: type[BaseException] | BaseException) -> bool:
+    """Whether metadata should be refreshed before retrying ``error``, as the Java client
+    does (see :func:`is_retriable`)."""
+    if getattr(error, "errno", None) in _JAVA_INVALID_METADATA:
+        return True
+    return bool(getattr(error, "invalid_metadata", False))
 
 
 def for_code(error_code: int) -> type[BrokerResponseError]:

@@ -5,11 +5,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import re
 import time
 import warnings
+import weakref
 from collections.abc import Callable, Iterable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic
+
+from typing_extensions import TypeVar
 
 from rackafka import __version__
 from rackafka.abc import ConsumerRebalanceListener
@@ -34,6 +38,7 @@ from rackafka.errors import (
     IllegalOperation,
     IllegalStateError,
     KafkaConfigurationError,
+    UnknownTopicOrPartitionError,
 )
 from rackafka.group.coordinator import GroupCoordinator
 from rackafka.group.strategy import resolve_assignors
@@ -46,8 +51,10 @@ from rackafka.structs import (
 
 log = logging.getLogger("rackafka.consumer")
 
-KT = TypeVar("KT")
-VT = TypeVar("VT")
+# Defaults (PEP 696): a consumer without deserializers is an AIOKafkaConsumer[bytes, bytes]
+# without an annotation.
+KT = TypeVar("KT", default=bytes)
+VT = TypeVar("VT", default=bytes)
 
 _ISOLATION = {"read_uncommitted": READ_UNCOMMITTED, "read_committed": READ_COMMITTED}
 _RESETS = (EARLIEST, LATEST, NONE)
@@ -62,6 +69,10 @@ def _not_yet(name: str, value: Any) -> KafkaConfigurationError:
 
 
 def _positive(name: str, value: Any, *, zero: bool = False) -> int:
+    """Check a ``*_ms``/``*_bytes`` setting; a float such as ``30e3`` is accepted (as
+    aiokafka does) and made an int."""
+    if isinstance(value, float) and math.isfinite(value):
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise KafkaConfigurationError(f"{name} must be an int, not {value!r}")
     if value < 0 or (value == 0 and not zero):
@@ -74,6 +85,41 @@ def _positive(name: str, value: Any, *, zero: bool = False) -> int:
 
 
 _INT32_MAX = 2**31 - 1
+
+
+def _as_tp(tp: Any) -> TopicPartition:
+    """``tp`` as rackafka's :class:`TopicPartition`.
+
+    aiokafka's ``TopicPartition`` and any other ``(topic, partition)`` named tuple are
+    accepted (they compare and hash like ours).
+
+    Raises:
+        TypeError: ``tp`` is not such a named tuple.
+    """
+    if type(tp) is TopicPartition:
+        return tp
+    if (
+        isinstance(tp, tuple)
+        and len(tp) == 2
+        and hasattr(tp, "topic")
+        and hasattr(tp, "partition")
+        and isinstance(tp[0], str)
+        and isinstance(tp[1], int)
+        and not isinstance(tp[1], bool)
+    ):
+        return TopicPartition(tp[0], tp[1])
+    raise TypeError(f"partitions must be TopicPartition namedtuples, not {tp!r}")
+
+
+def _weak(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A function that calls bound ``method`` while its object lives (else does nothing)."""
+    ref = weakref.WeakMethod(method)
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        bound = ref()
+        return bound(*args, **kwargs) if bound is not None else None
+
+    return call
 
 
 class _SubscribeArgumentsError(TypeError, ValueError):
@@ -247,8 +293,10 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             if group_id is None:
                 raise KafkaConfigurationError("group_instance_id needs a group_id")
         if rebalance_timeout_ms is not None:
-            _positive("rebalance_timeout_ms", rebalance_timeout_ms)
+            rebalance_timeout_ms = _positive("rebalance_timeout_ms", rebalance_timeout_ms)
         assignors = resolve_assignors(partition_assignment_strategy)
+        if isinstance(auto_offset_reset, str):
+            auto_offset_reset = auto_offset_reset.lower()  # as aiokafka: any case
         if auto_offset_reset not in _RESETS:
             raise KafkaConfigurationError(
                 f"auto_offset_reset must be one of 'earliest', 'latest', 'none', "
@@ -268,36 +316,43 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         if client_rack is not None and not isinstance(client_rack, str):
             raise KafkaConfigurationError(f"client_rack must be a str or None, not {client_rack!r}")
         if max_poll_records is not None:
-            _positive("max_poll_records", max_poll_records)
+            _positive("max_poll_records", max_poll_records)  # a ValueError, as aiokafka's
         if api_version not in (None, "auto") and not (
             isinstance(api_version, str) and re.fullmatch(r"\d+(\.\d+){0,2}", api_version)
         ):
             raise KafkaConfigurationError(
                 f"api_version must be None, 'auto' or a version like '2.4.0', not {api_version!r}"
             )
-        for name, value, zero in (
-            ("fetch_max_wait_ms", fetch_max_wait_ms, True),
-            ("fetch_max_bytes", fetch_max_bytes, False),
-            ("fetch_min_bytes", fetch_min_bytes, True),
-            ("max_partition_fetch_bytes", max_partition_fetch_bytes, False),
-            ("request_timeout_ms", request_timeout_ms, False),
-            ("retry_backoff_ms", retry_backoff_ms, True),
-            ("retry_backoff_max_ms", retry_backoff_max_ms, True),
-            ("reconnect_backoff_ms", reconnect_backoff_ms, True),
-            ("reconnect_backoff_max_ms", reconnect_backoff_max_ms, True),
-            ("metadata_max_age_ms", metadata_max_age_ms, False),
-            ("consumer_timeout_ms", consumer_timeout_ms, True),
-            (  # None disables idle checks (aiokafka).
-                "connections_max_idle_ms",
-                1 if connections_max_idle_ms is None else connections_max_idle_ms,
-                False,
-            ),
-            ("auto_commit_interval_ms", auto_commit_interval_ms, False),
-            ("max_poll_interval_ms", max_poll_interval_ms, False),
-            ("session_timeout_ms", session_timeout_ms, False),
-            ("heartbeat_interval_ms", heartbeat_interval_ms, False),
+        fetch_max_wait_ms = _positive("fetch_max_wait_ms", fetch_max_wait_ms, zero=True)
+        fetch_max_bytes = _positive("fetch_max_bytes", fetch_max_bytes)
+        fetch_min_bytes = _positive("fetch_min_bytes", fetch_min_bytes, zero=True)
+        max_partition_fetch_bytes = _positive(
+            "max_partition_fetch_bytes", max_partition_fetch_bytes
+        )
+        request_timeout_ms = _positive("request_timeout_ms", request_timeout_ms)
+        retry_backoff_ms = _positive("retry_backoff_ms", retry_backoff_ms, zero=True)
+        retry_backoff_max_ms = _positive("retry_backoff_max_ms", retry_backoff_max_ms, zero=True)
+        reconnect_backoff_ms = _positive("reconnect_backoff_ms", reconnect_backoff_ms, zero=True)
+        reconnect_backoff_max_ms = _positive(
+            "reconnect_backoff_max_ms", reconnect_backoff_max_ms, zero=True
+        )
+        metadata_max_age_ms = _positive("metadata_max_age_ms", metadata_max_age_ms)
+        consumer_timeout_ms = _positive("consumer_timeout_ms", consumer_timeout_ms, zero=True)
+        auto_commit_interval_ms = _positive("auto_commit_interval_ms", auto_commit_interval_ms)
+        max_poll_interval_ms = _positive("max_poll_interval_ms", max_poll_interval_ms)
+        session_timeout_ms = _positive("session_timeout_ms", session_timeout_ms)
+        heartbeat_interval_ms = _positive("heartbeat_interval_ms", heartbeat_interval_ms)
+        if connections_max_idle_ms is not None:  # None disables idle checks (aiokafka)
+            connections_max_idle_ms = _positive("connections_max_idle_ms", connections_max_idle_ms)
+        for name, flag in (
+            ("enable_auto_commit", enable_auto_commit),
+            ("check_crcs", check_crcs),
+            ("exclude_internal_topics", exclude_internal_topics),
         ):
-            _positive(name, value, zero=zero)
+            if isinstance(flag, (str, bytes)):
+                raise KafkaConfigurationError(
+                    f"{name} must be a bool, not the string {flag!r} (which is always true)"
+                )
         if group_id is not None and heartbeat_interval_ms >= session_timeout_ms:
             raise KafkaConfigurationError(
                 f"heartbeat_interval_ms ({heartbeat_interval_ms}) must be lower than "
@@ -341,7 +396,10 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             "group_instance_id": group_instance_id,
             "assignors": assignors,
             "session_timeout_ms": session_timeout_ms,
-            "rebalance_timeout_ms": rebalance_timeout_ms or max_poll_interval_ms,
+            # As aiokafka: None means session_timeout_ms.
+            "rebalance_timeout_ms": (
+                rebalance_timeout_ms if rebalance_timeout_ms is not None else session_timeout_ms
+            ),
             "heartbeat_interval_ms": heartbeat_interval_ms,
             "max_poll_interval_ms": max_poll_interval_ms,
             "retry_backoff_ms": retry_backoff_ms,
@@ -367,6 +425,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             "record_tuples": record_tuples,
         }
         self._fetcher: Fetcher | None = None
+        self._metadata_listener: Callable[[ClusterMetadata], Any] = self._on_metadata
         self._initial_topics = tuple(topics)
         self._listener: ConsumerRebalanceListener | None = None
         self._pattern: re.Pattern[str] | None = None
@@ -390,20 +449,31 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             return
         await self._client.bootstrap_cluster()
         self._fetcher = Fetcher(self._client, self._subs, **self._fetcher_args)
-        self._client.cluster.add_listener(self._on_metadata)
+        # Callbacks given to long-lived tasks hold the consumer weakly: a consumer that is
+        # dropped without stop() is collected (and warns), as aiokafka's is.
+        self._metadata_listener = _weak(self._on_metadata)
+        self._client.cluster.add_listener(self._metadata_listener)
         self._started = True
         if self._group_id is not None:
             self._coordinator = GroupCoordinator(
                 self._client,
                 self._subs,
-                on_assignment=self._group_assigned,
-                listener=lambda: self._listener,
-                pattern=self._match_pattern,
+                on_assignment=_weak(self._group_assigned),
+                listener=_weak(self._current_listener),
+                pattern=_weak(self._match_pattern),
                 **self._group_args,
             )
             self._fetcher.committed_lookup = self._coordinator.fetch_committed
             if self._subs.topics or self._pattern is not None:
                 self._coordinator.start()
+                self._fetcher.start()
+                # As aiokafka: start() returns once the first assignment is known and
+                # the listener has seen it, so that assignment(), position() and seek()
+                # work right after it.
+                await self._coordinator.wait_for_assignment(None)
+                await self._coordinator.wait_for_listener(None)
+                self._coordinator.polled()  # raises a fatal group error, if any
+                return
         elif self._subs.topics or self._pattern is not None:  # subscribe() before start()
             self._client.add_topics(self._subs.topics)
             await self._client.refresh_metadata()
@@ -421,7 +491,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         if self._fetcher is not None:
             await self._fetcher.close()
             self._fetcher.data_ready.set()
-        self._client.cluster.remove_listener(self._on_metadata)
+        self._client.cluster.remove_listener(self._metadata_listener)
         await self._client.close()
 
     async def __aenter__(self) -> AIOKafkaConsumer[KT, VT]:
@@ -454,10 +524,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             IllegalStateError: the consumer has a topic subscription.
             TypeError: an element is not a :class:`TopicPartition`.
         """
-        partitions = list(partitions)
-        for tp in partitions:
-            if not isinstance(tp, TopicPartition):
-                raise TypeError(f"partitions must be TopicPartition, not {tp!r}")
+        partitions = [_as_tp(tp) for tp in partitions]
         if self._subs.topics or self._pattern is not None:
             raise IllegalStateError(
                 "Subscription to topics, partitions and pattern are mutually exclusive"
@@ -468,11 +535,11 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         if self._fetcher is not None:
             self._fetcher.on_assignment()
 
-    def assignment(self) -> set[TopicPartition]:
+    def assignment(self) -> frozenset[TopicPartition]:
         """The partitions currently assigned to this consumer."""
         if not self._manual and self._coordinator is not None and self._coordinator.leaving:
-            return set()  # unsubscribed: the group's partitions are being given back
-        return self._subs.assigned()
+            return frozenset()  # unsubscribed: the group's partitions are being given back
+        return frozenset(self._subs.assigned())
 
     def subscribe(
         self,
@@ -525,9 +592,12 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             self._update_subscribed_assignment(self._client.cluster)
             self._client.request_update()
 
-    def subscription(self) -> set[str]:
-        """The subscribed topics (those matching the pattern, if one is used)."""
-        return set(self._subs.topics)
+    def subscription(self) -> frozenset[str]:
+        """The subscribed topics (those matching the pattern, if one is used); after
+        :meth:`assign`, the topics of the assigned partitions (as aiokafka)."""
+        if self._manual:
+            return frozenset(tp.topic for tp in self._subs.assigned())
+        return frozenset(self._subs.topics)
 
     def unsubscribe(self) -> None:
         """Unsubscribe from all topics and clear all assigned partitions.
@@ -548,6 +618,9 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         if self._coordinator is not None and self._coordinator.unsubscribe():
             return  # the coordinator revokes the partitions, then leaves the group
         self._set_assignment(set())
+
+    def _current_listener(self) -> ConsumerRebalanceListener | None:
+        return self._listener
 
     def _on_metadata(self, cluster: ClusterMetadata) -> None:
         if self._coordinator is None and (self._subs.topics or self._pattern is not None):
@@ -630,9 +703,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
 
     async def _seek_to(self, partitions: tuple[TopicPartition, ...], strategy: str) -> bool:
         fetcher = self._check_running()
-        for tp in partitions:
-            if not isinstance(tp, TopicPartition):
-                raise TypeError("partitions must be TopicPartition namedtuples")
+        partitions = tuple(_as_tp(tp) for tp in partitions)
         tps = list(partitions) or list(self._subs.assigned())
         states = [self._state(tp) for tp in tps]
         fetcher.request_reset(tps, strategy)
@@ -667,27 +738,33 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             raise IllegalOperation(f"{what} requires group_id")
         return self._coordinator
 
-    async def seek_to_committed(self, *partitions: TopicPartition) -> dict[TopicPartition, int]:
+    async def seek_to_committed(
+        self, *partitions: TopicPartition
+    ) -> dict[TopicPartition, int | None]:
         """Seek to the committed offsets of ``group_id``.
 
-        Partitions without a committed offset get ``auto_offset_reset``.
+        Partitions without a committed offset keep their position (as aiokafka).
 
         Arguments:
             *partitions: the partitions; all assigned ones when none given.
 
         Returns:
-            the committed offset of each partition that has one.
+            the committed offset of each partition, ``None`` for those without one.
 
         Raises:
+            TypeError: a partition is not a :class:`TopicPartition`.
             IllegalOperation: the consumer has no ``group_id``.
             IllegalStateError: a partition is not assigned.
         """
+        # aiokafka's order: the argument types first, then the group.
+        partitions = tuple(_as_tp(tp) for tp in partitions)
         group = self._group("seek_to_committed()")
         tps = list(partitions) or sorted(self._subs.assigned())
-        for tp in tps:
-            self._state(tp)
+        not_assigned = set(tps) - self._subs.assigned()
+        if not_assigned:
+            raise IllegalStateError(f"Partitions {not_assigned} are not assigned")
         found = await group.fetch_committed(tps)
-        out = {}
+        out: dict[TopicPartition, int | None] = {}
         fetcher = self._fetcher
         assert fetcher is not None
         for tp in tps:
@@ -696,7 +773,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
                 fetcher.seek(tp, meta.offset)
                 out[tp] = meta.offset
             else:
-                fetcher.request_reset([tp], self._subs.default_reset)
+                out[tp] = None  # as aiokafka: the position stays where it is
         return out
 
     async def commit(self, offsets: Any = None) -> None:
@@ -716,24 +793,38 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             ValueError: ``offsets`` is malformed.
         """
         group = self._group("commit()")
+        if not self._subs.topics and self._pattern is None and not self._manual:
+            raise IllegalStateError("Not subscribed to any topics")
+        assigned = self.assignment()
+        if not assigned:
+            raise IllegalStateError("No partitions assigned")
         if offsets is None:
             to_commit = group.consumed_offsets()
         else:
-            if not isinstance(offsets, dict):
-                raise ValueError(f"offsets must be a dict, not {type(offsets).__name__}")
+            # As aiokafka: a non-empty dict, TopicPartition keys (TypeError), values an
+            # offset or an (offset, metadata) pair with a str metadata (TypeError).
+            if not offsets or not isinstance(offsets, dict):
+                raise ValueError(offsets)
             to_commit = {}
-            for tp, value in offsets.items():
-                if not isinstance(tp, TopicPartition):
-                    raise ValueError(f"offsets keys must be TopicPartition, not {tp!r}")
+            for key, value in offsets.items():
+                try:
+                    tp = _as_tp(key)
+                except TypeError:
+                    raise TypeError("Key should be TopicPartition instance") from None
                 if isinstance(value, int) and not isinstance(value, bool):
-                    meta = OffsetAndMetadata(value, "")
-                elif isinstance(value, tuple) and len(value) == 2:
-                    meta = OffsetAndMetadata(int(value[0]), str(value[1] or ""))
+                    offset, metadata = value, ""
                 else:
-                    raise ValueError(f"offset for {tp} must be an int or OffsetAndMetadata")
-                if meta.offset < 0:
-                    raise ValueError(f"offset for {tp} must be >= 0, not {meta.offset}")
-                to_commit[tp] = meta
+                    try:
+                        offset, metadata = value
+                    except Exception as exc:
+                        raise ValueError(offsets) from exc
+                    if not isinstance(metadata, str):
+                        raise TypeError("Metadata should be a string")
+                if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+                    raise ValueError(f"offset for {tp} must be an int >= 0, not {offset!r}")
+                if tp not in assigned:
+                    raise IllegalStateError(f"Partition {tp} is not assigned")
+                to_commit[tp] = OffsetAndMetadata(offset, metadata)
         if to_commit:
             await group.commit(to_commit)
 
@@ -744,8 +835,12 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             IllegalOperation: the consumer has no ``group_id``.
         """
         group = self._group("committed()")
-        meta = (await group.fetch_committed([partition])).get(partition)
-        return meta.offset if meta is not None else None
+        partition = _as_tp(partition)
+        try:
+            meta = (await group.fetch_committed([partition])).get(partition)
+        except UnknownTopicOrPartitionError:
+            return None  # as aiokafka: nothing was committed for a topic that is not there
+        return meta.offset if meta is not None and meta.offset >= 0 else None
 
     async def position(self, partition: TopicPartition) -> int:
         """The offset of the next record that will be fetched from ``partition``.
@@ -782,9 +877,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
     def pause(self, *partitions: TopicPartition) -> None:
         """Stop fetching from ``partitions`` until :meth:`resume`; buffered records are kept."""
         for tp in partitions:
-            if not isinstance(tp, TopicPartition):
-                raise TypeError("partitions must be TopicPartition namedtuples")
-            self._state(tp).paused = True
+            self._state(_as_tp(tp)).paused = True
 
     def paused(self) -> set[TopicPartition]:
         """The partitions paused by :meth:`pause`."""
@@ -792,9 +885,8 @@ class AIOKafkaConsumer(Generic[KT, VT]):
 
     def resume(self, *partitions: TopicPartition) -> None:
         """Resume fetching from ``partitions``."""
+        partitions = tuple(_as_tp(tp) for tp in partitions)
         for tp in partitions:
-            if not isinstance(tp, TopicPartition):
-                raise TypeError("partitions must be TopicPartition namedtuples")
             self._state(tp).paused = False
         if self._fetcher is not None:
             self._fetcher.wakeup()
@@ -822,12 +914,10 @@ class AIOKafkaConsumer(Generic[KT, VT]):
 
     async def _offsets(self, timestamps: dict[TopicPartition, int]) -> dict[TopicPartition, Any]:
         fetcher = self._check_running()
-        for tp in timestamps:
-            if not isinstance(tp, TopicPartition):
-                raise TypeError("partitions must be TopicPartition namedtuples")
+        timestamps = {_as_tp(tp): ts for tp, ts in timestamps.items()}
         if not timestamps:
             return {}
-        return await fetcher.list_offsets(dict(timestamps), self._request_timeout)
+        return await fetcher.list_offsets(timestamps, self._request_timeout)
 
     async def beginning_offsets(
         self, partitions: Iterable[TopicPartition]
@@ -919,7 +1009,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
                 return records
             fetcher.raise_pending_errors(wanted, repeat=False)
             if self._closed:
-                raise ConsumerStoppedError()
+                return {}  # stopped while this call waited (as aiokafka)
             remaining = deadline - time.monotonic()
             if fetcher.has_sticky_error(wanted):
                 # Raised by an earlier call: other partitions get retry_backoff_ms to

@@ -53,6 +53,8 @@ from rackafka.errors import (
     RecordDeserializationError,
     UnsupportedVersionError,
     for_code,
+    is_invalid_metadata,
+    is_retriable,
 )
 from rackafka.protocol.apis.fetch import FETCH
 from rackafka.protocol.apis.list_offsets import LIST_OFFSETS
@@ -965,9 +967,9 @@ class Fetcher:
                         continue
                     if p.error_code:
                         err = for_code(p.error_code)
-                        if err.invalid_metadata:
+                        if is_invalid_metadata(err):
                             self._client.request_update()
-                        if err.retriable or err.invalid_metadata:
+                        if is_retriable(err) or is_invalid_metadata(err):
                             self._node_backoff_until[leader] = time.monotonic() + self._backoff
                         else:
                             state.awaiting_validation = False  # cannot validate: go on
@@ -1033,7 +1035,7 @@ class Fetcher:
                 tp = TopicPartition(t.name, p.partition_index)
                 if p.error_code:
                     err = for_code(p.error_code)
-                    if err.invalid_metadata or err.retriable:
+                    if is_invalid_metadata(err) or is_retriable(err):
                         self._client.request_update()
                         continue
                     error = err(f"ListOffsets for {tp.topic}-{tp.partition} from node {leader}")
@@ -1061,15 +1063,21 @@ class Fetcher:
                     missing = True
                 else:
                     by_leader.setdefault(leader, {})[tp] = ts
-            results = await asyncio.gather(
-                *(self.list_offsets_from(n, tps) for n, tps in by_leader.items()),
-                return_exceptions=True,
-            )
+            try:
+                results = await asyncio.wait_for(
+                    asyncio.gather(
+                        *(self.list_offsets_from(n, tps) for n, tps in by_leader.items()),
+                        return_exceptions=True,
+                    ),
+                    max(0.01, deadline - time.monotonic()),
+                )
+            except asyncio.TimeoutError:
+                raise KafkaTimeoutError(
+                    f"offsets of {sorted(remaining)} not found within {timeout:.3g} s"
+                ) from None
             for res in results:
                 if isinstance(res, BaseException):
-                    if isinstance(res, KafkaError) and (
-                        res.retriable or res.invalid_metadata or _is_connection_error(res)
-                    ):
+                    if isinstance(res, KafkaError) and _retriable(res):
                         continue
                     raise res
                 out.update(res)
@@ -1082,11 +1090,12 @@ class Fetcher:
                     f"offsets of {sorted(remaining)} not found within {timeout:.3g} s"
                 )
             if missing or results:
-                with contextlib.suppress(KafkaError):
+                # The deadline is checked above: a refresh cut short is just retried.
+                with contextlib.suppress(KafkaError, asyncio.TimeoutError):
                     await asyncio.wait_for(
                         self._client.refresh_metadata(), max(0.01, deadline - time.monotonic())
                     )
-            await asyncio.sleep(self._backoff)
+            await asyncio.sleep(max(0.0, min(self._backoff, deadline - time.monotonic())))
         return out
 
     # -- fetch requests --------------------------------------------------------------
@@ -1502,8 +1511,8 @@ def _has_records(response: Any) -> bool:
 def _retriable(exc: KafkaError) -> bool:
     """Whether trying again may help: retriable codes, connections, timeouts."""
     return bool(
-        exc.retriable
-        or exc.invalid_metadata
+        is_retriable(exc)
+        or is_invalid_metadata(exc)
         or isinstance(exc, KafkaTimeoutError)
         or _is_connection_error(exc)
     )

@@ -48,6 +48,7 @@ from rackafka.errors import (
     KafkaError,
     KafkaTimeoutError,
     for_code,
+    is_retriable,
 )
 from rackafka.protocol.apis.consumer_protocol import (
     decode_assignment,
@@ -298,7 +299,7 @@ class GroupCoordinator:
         finally:
             self._listener_idle.set()
 
-    async def wait_for_assignment(self, timeout: float) -> bool:
+    async def wait_for_assignment(self, timeout: float | None) -> bool:
         try:
             await asyncio.wait_for(self._assigned_event.wait(), timeout)
         except asyncio.TimeoutError:
@@ -375,7 +376,7 @@ class GroupCoordinator:
                 self._coordinator_dead()
                 await asyncio.sleep(self._backoff)
             except KafkaError as exc:
-                if exc.retriable:
+                if is_retriable(exc):
                     log.debug("group %s: retriable error: %s", self.group_id, exc)
                     await asyncio.sleep(self._backoff)
                 else:
@@ -419,7 +420,7 @@ class GroupCoordinator:
                 code, node_id, host, port = resp.error_code, resp.node_id, resp.host, resp.port
             if code:
                 err = for_code(code)
-                if not err.retriable:
+                if not is_retriable(err):
                     raise err(f"FindCoordinator for group {self.group_id}")
                 continue
             if self._client.cluster.broker(node_id) is None:
@@ -555,9 +556,16 @@ class GroupCoordinator:
 
     async def _rebalance(self) -> None:
         owned = self._subs.assigned()
-        if not self._cooperative() and owned:
-            # Eager: give everything back before joining.
-            await self._revoke(owned)
+        if not self._cooperative():
+            if owned:
+                # Eager: give everything back before joining.
+                await self._revoke(owned)
+            else:
+                # As aiokafka (and Java's eager protocol): the listener hears of every
+                # rebalance before it starts, with nothing to give back the first time.
+                listener = self._listener()
+                if listener is not None:
+                    await self._call_listener(listener.on_partitions_revoked, set())
         topics = await self._subscribed_topics()
         join = await self._join(topics)
         if join.leader == join.member_id:
