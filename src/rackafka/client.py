@@ -468,8 +468,9 @@ class KafkaClient:
         entry = self._reconnect.get((broker.host, broker.port))
         return entry is not None and time.monotonic() < entry[0]
 
-    def connection_if_ready(self, node_id: int) -> Connection | None:
-        conn = self._conns.get(node_id)
+    def connection_if_ready(self, node_id: int, channel: str = "") -> Connection | None:
+        """The open connection to ``node_id`` (on ``channel``), or ``None``."""
+        conn = self._channels.get((node_id, channel)) if channel else self._conns.get(node_id)
         return conn if conn is not None and conn.connected else None
 
     async def connect(self, node_id: int, *, channel: str = "") -> Connection:

@@ -313,3 +313,26 @@ def test_import_paths_and_record_as_aiokafkas() -> None:
     record.note = "mine"  # type: ignore[attr-defined]
     assert vars(record)["note"] == "mine"
     assert weakref.ref(record)() is record
+
+
+# -- 10: seek() during a long poll ----------------------------------------------------------------
+
+
+async def test_seek_during_a_long_poll_gets_the_new_position_at_once(
+    embedded_cluster: EmbeddedCluster, make: Make
+) -> None:
+    embedded_cluster.create_topic("lp", 1)
+    await embedded_cluster.aproduce("lp", 10, partition=0)
+    tp = TopicPartition("lp", 0)
+    consumer = make(fetch_max_wait_ms=3000)
+    await consumer.start()
+    consumer.assign([tp])
+    got = await asyncio.wait_for(consumer.getmany(timeout_ms=5000), WAIT)
+    assert [r.offset for r in got[tp]] == list(range(10))
+    await asyncio.sleep(0.3)  # the next fetch, at the end of the log, waits 3 s at the broker
+    consumer.seek(tp, 2)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    got = await consumer.getmany(timeout_ms=1500)
+    assert [r.offset for r in got.get(tp, [])][:1] == [2]
+    assert loop.time() - started < 1.5

@@ -201,6 +201,9 @@ class _InFlight:
     offsets: dict[TopicPartition, int]
     topic_names: dict[Any, str]
     sent_at: float
+    #: A sessionless fetch on the "seek" channel, for partitions seeked while the
+    #: broker held their fetch (see :meth:`Fetcher.seek`).
+    side: bool = False
 
 
 class Fetcher:
@@ -248,7 +251,12 @@ class Fetcher:
         self._sessions: dict[int, FetchSession[TopicPartition]] = {}
         self._inflight: dict[int, _InFlight] = {}
         self._inflight_tps: set[TopicPartition] = set()
-        self._connecting: dict[int, asyncio.Task[Any]] = {}
+        #: Partitions seeked while a fetch of theirs was in flight, and the side fetches
+        #: sent for them (so that a seek does not wait for a long poll to end).
+        self._seeked: set[TopicPartition] = set()
+        self._side: dict[int, _InFlight] = {}
+        self._side_tps: set[TopicPartition] = set()
+        self._connecting: dict[int | tuple[int, str], asyncio.Task[Any]] = {}
         self._lookups: dict[int, asyncio.Task[None]] = {}
         self._lookup_tps: set[TopicPartition] = set()
         self._buffered: deque[_Buffered] = deque()
@@ -310,9 +318,10 @@ class Fetcher:
         for t in tasks:
             with contextlib.suppress(BaseException):
                 await t
-        for entry in self._inflight.values():
+        for entry in [*self._inflight.values(), *self._side.values()]:
             entry.future.cancel()
         self._inflight.clear()
+        self._side.clear()
 
     def wakeup(self) -> None:
         """Make the fetch loop look at the assignment again now."""
@@ -327,6 +336,8 @@ class Fetcher:
         state.set_position(offset)
         state.awaiting_validation = False
         self._tp_retry_at.pop(tp, None)  # the user moved: try at once
+        if tp in self._inflight_tps:
+            self._seeked.add(tp)
         self._drop_buffered(tp)
         self.wakeup()
 
@@ -766,6 +777,7 @@ class Fetcher:
                 if self._buffered_bytes < self._max_bytes:
                     deadline = min(deadline, self._send_fetches(now))
                 waiters: set[asyncio.Future[Any]] = {e.future for e in self._inflight.values()}
+                waiters.update(e.future for e in self._side.values())
                 waiters.update(self._connecting.values())
                 waiters.update(self._lookups.values())
                 if wakeup_task is None or wakeup_task.done():
@@ -796,6 +808,12 @@ class Fetcher:
             if entry.future.done():
                 del self._inflight[node]
                 self._inflight_tps.difference_update(entry.offsets)
+                self._seeked.difference_update(entry.offsets)
+                self._handle_fetch(entry)
+        for node, entry in list(self._side.items()):
+            if entry.future.done():
+                del self._side[node]
+                self._side_tps.difference_update(entry.offsets)
                 self._handle_fetch(entry)
 
     # -- offset lookups (resets and KIP-320 validation), always to the leader ------------
@@ -1103,15 +1121,22 @@ class Fetcher:
     def _send_fetches(self, now: float) -> float:
         deadline = now + self._idle
         by_node: dict[int, list[PartitionState]] = {}
+        side_by_node: dict[int, list[PartitionState]] = {}
         cluster = self._cluster
         node_known = self._node_known
         backing_off = self._node_backing_off
         for state in self._subs.states():
             tp = state.tp
+            side = False
+            if tp in self._inflight_tps:
+                # Seeked while the broker holds its fetch (a long poll): fetch the new
+                # position on the side instead of waiting for the poll to end.
+                if tp not in self._seeked or tp in self._side_tps:
+                    continue
+                side = True
             if (
                 not state.is_fetchable
                 or self._tp_bytes.get(tp, 0) >= self._partition_max_bytes
-                or tp in self._inflight_tps
                 or tp in self._lookup_tps
             ):
                 continue
@@ -1132,7 +1157,20 @@ class Fetcher:
                 if route.retry_at is not None:
                     deadline = min(deadline, route.retry_at)
                 continue
-            by_node.setdefault(route.node, []).append(state)
+            (side_by_node if side else by_node).setdefault(route.node, []).append(state)
+        for node, states in side_by_node.items():
+            if node in self._side:
+                continue
+            conn = self._client.connection_if_ready(node, channel="seek")
+            if conn is None:
+                if (node, "seek") not in self._connecting:
+                    self._connecting[(node, "seek")] = asyncio.ensure_future(
+                        self._connect(node, "seek")
+                    )
+                continue
+            with contextlib.suppress(KafkaError):  # the regular fetch comes anyway
+                self._send_fetch(node, conn, states, side=True)
+                self._seeked.difference_update(s.tp for s in states)
         for node, states in by_node.items():
             if node in self._inflight:
                 continue
@@ -1165,13 +1203,14 @@ class Fetcher:
             node, 0
         ) > time.monotonic() or self._client.is_backing_off(node)
 
-    async def _connect(self, node: int) -> None:
+    async def _connect(self, node: int, channel: str = "") -> None:
         try:
-            await self._client.connect(node)
+            await self._client.connect(node, channel=channel)
         except KafkaError as exc:
-            self._node_failed(node, exc)
+            if not channel:
+                self._node_failed(node, exc)
         finally:
-            self._connecting.pop(node, None)
+            self._connecting.pop((node, channel) if channel else node, None)
             self.wakeup()
 
     def _node_failed(self, node: int, exc: BaseException) -> None:
@@ -1188,7 +1227,9 @@ class Fetcher:
             session.handle_failure()
         self._client.request_update()
 
-    def _send_fetch(self, node: int, conn: Any, states: list[PartitionState]) -> None:
+    def _send_fetch(
+        self, node: int, conn: Any, states: list[PartitionState], *, side: bool = False
+    ) -> None:
         version = conn.version(FETCH)
         if version < _RACK_AWARE_FETCH_VERSION and self.policy.note_old_broker(node):
             # Only worth a warning for a consumer that asked for rack-aware reads.
@@ -1217,8 +1258,12 @@ class Fetcher:
                 s.position_epoch,
                 self._partition_max_bytes,
             )
-        session = self._sessions.get(node)
-        if session is None:
+        session: FetchSession[TopicPartition]
+        if side:
+            session = FetchSession(node)  # a full fetch outside the broker's session
+        elif node in self._sessions:
+            session = self._sessions[node]
+        else:
             session = self._sessions[node] = FetchSession(node)
         plan = session.build(wanted)
         use_ids = version >= _TOPIC_ID_FETCH_VERSION
@@ -1255,8 +1300,8 @@ class Fetcher:
             min_bytes=self._min_bytes,
             max_bytes=self._max_bytes,
             isolation_level=self._isolation,
-            session_id=plan.session_id,
-            session_epoch=plan.epoch,
+            session_id=0 if side else plan.session_id,
+            session_epoch=-1 if side else plan.epoch,
             topics=[
                 {"topic": t, "topic_id": topic_ids.get(t, UUID_ZERO), "partitions": p}
                 for t, p in topics.items()
@@ -1271,8 +1316,13 @@ class Fetcher:
         self._count(node).requests += 1
         offsets = {tp: ps.fetch_offset for tp, ps in wanted.items()}
         names = {tid: name for name, tid in topic_ids.items()}
-        self._inflight[node] = _InFlight(node, fut, version, offsets, names, time.monotonic())
-        self._inflight_tps.update(offsets)
+        entry = _InFlight(node, fut, version, offsets, names, time.monotonic(), side)
+        if side:
+            self._side[node] = entry
+            self._side_tps.update(offsets)
+        else:
+            self._inflight[node] = entry
+            self._inflight_tps.update(offsets)
         self._fetch_versions[node] = version
         timeout = conn.request_timeout + self._max_wait_ms / 1000
         timer = asyncio.get_running_loop().call_later(timeout, _expire, fut, conn, node, timeout)
@@ -1282,7 +1332,7 @@ class Fetcher:
 
     def _handle_fetch(self, entry: _InFlight) -> None:
         node = entry.node
-        session = self._sessions.get(node)
+        session = None if entry.side else self._sessions.get(node)
         try:
             response = entry.future.result()
         except asyncio.CancelledError:
