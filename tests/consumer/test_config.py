@@ -191,7 +191,7 @@ def test_constructor_topics() -> None:
 # -- bad values -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("value", ["smallest", "EARLIEST", "", None, 1])
+@pytest.mark.parametrize("value", ["smallest", "earliest ", "", None, 1])
 def test_bad_auto_offset_reset(value: Any) -> None:
     msg = config_error(auto_offset_reset=value)
     assert "auto_offset_reset" in msg

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import re
 import time
 import warnings
@@ -71,7 +70,7 @@ def _not_yet(name: str, value: Any) -> KafkaConfigurationError:
 def _positive(name: str, value: Any, *, zero: bool = False) -> int:
     """Check a ``*_ms``/``*_bytes`` setting; a float such as ``30e3`` is accepted (as
     aiokafka does) and made an int."""
-    if isinstance(value, float) and math.isfinite(value):
+    if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise KafkaConfigurationError(f"{name} must be an int, not {value!r}")
@@ -316,6 +315,10 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         if client_rack is not None and not isinstance(client_rack, str):
             raise KafkaConfigurationError(f"client_rack must be a str or None, not {client_rack!r}")
         if max_poll_records is not None:
+            if not isinstance(max_poll_records, int):  # as aiokafka: no float here
+                raise KafkaConfigurationError(
+                    f"max_poll_records must be an int, not {max_poll_records!r}"
+                )
             _positive("max_poll_records", max_poll_records)  # a ValueError, as aiokafka's
         if api_version not in (None, "auto") and not (
             isinstance(api_version, str) and re.fullmatch(r"\d+(\.\d+){0,2}", api_version)
@@ -793,9 +796,14 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             ValueError: ``offsets`` is malformed.
         """
         group = self._group("commit()")
-        if not self._subs.topics and self._pattern is None and not self._manual:
-            raise IllegalStateError("Not subscribed to any topics")
-        assigned = self.assignment()
+        if group.in_listener():
+            # Inside on_partitions_revoked (also after unsubscribe()): the partitions
+            # being given back are still this member's, as in Java.
+            assigned = frozenset(self._subs.assigned())
+        else:
+            if not self._subs.topics and self._pattern is None and not self._manual:
+                raise IllegalStateError("Not subscribed to any topics")
+            assigned = self.assignment()
         if not assigned:
             raise IllegalStateError("No partitions assigned")
         if offsets is None:

@@ -282,6 +282,10 @@ class GroupCoordinator:
             return False
         return True
 
+    def in_listener(self) -> bool:
+        """Whether the caller runs inside a rebalance listener called by this coordinator."""
+        return self._task is not None and asyncio.current_task() is self._task
+
     def _idle(self) -> bool:
         return self._listener_idle.is_set() and self._leave_done.is_set()
 
