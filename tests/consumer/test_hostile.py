@@ -27,7 +27,12 @@ from rackafka.errors import (
     UnsupportedVersionError,
 )
 from rackafka.records import encode_batch
-from rackafka.testing.fake_broker import FakeBroker, FakeRequest, fetch_partition_response
+from rackafka.testing.fake_broker import (
+    FakeBroker,
+    FakeRequest,
+    fetch_partition_response,
+    list_offsets_response,
+)
 
 from ..records.refcodec import batch_bytes, record_bytes
 
@@ -312,18 +317,7 @@ async def test_reconnects_to_a_broker_that_closes_on_accept_back_off(consumers: 
 async def test_list_offsets_with_a_negative_offset_backs_off(
     fake: FakeBroker, consumers: Any
 ) -> None:
-    fake.handlers["ListOffsets"] = lambda b, r: {
-        "topics": [
-            {
-                "name": t.name,
-                "partitions": [
-                    {"partition_index": p.partition_index, "error_code": 0, "offset": -5}
-                    for p in t.partitions
-                ],
-            }
-            for t in r.body.topics
-        ]
-    }
+    fake.handlers["ListOffsets"] = lambda b, r: list_offsets_response(r, error_code=0, offset=-5)
     consumer = consumers(fake)
     await consumer.start()
     consumer.assign([TP])
@@ -338,17 +332,7 @@ async def test_list_offsets_with_a_negative_offset_backs_off(
 async def test_list_offsets_errors_that_retrying_cannot_fix_reach_the_user(
     fake: FakeBroker, consumers: Any
 ) -> None:
-    fake.handlers["ListOffsets"] = lambda b, r: {
-        "topics": [
-            {
-                "name": t.name,
-                "partitions": [
-                    {"partition_index": p.partition_index, "error_code": 29} for p in t.partitions
-                ],
-            }
-            for t in r.body.topics
-        ]
-    }
+    fake.handlers["ListOffsets"] = lambda b, r: list_offsets_response(r, error_code=29)
     consumer = consumers(fake)
     await consumer.start()
     consumer.assign([TP])

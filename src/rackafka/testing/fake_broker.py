@@ -25,7 +25,15 @@ from rackafka.protocol.registry import API_BY_KEY
 from rackafka.protocol.schema import UUID_ZERO
 from rackafka.records.scan import next_offset_after
 
-__all__ = ["FakeBroker", "FakeRequest", "Handler", "NO_RESPONSE"]
+__all__ = [
+    "NO_RESPONSE",
+    "FakeBroker",
+    "FakeRequest",
+    "Handler",
+    "delayed",
+    "fetch_partition_response",
+    "list_offsets_response",
+]
 
 _SIZE = struct.Struct(">i")
 
@@ -327,6 +335,21 @@ def fetch_partition_response(
         parts = [{"partition_index": p.partition, **make(t, p)} for p in t.partitions]
         responses.append({"topic": t.topic, "topic_id": t.topic_id, "partitions": parts})
     return {"error_code": 0, "session_id": 0, "responses": responses}
+
+
+def list_offsets_response(request: FakeRequest, **fields: Any) -> dict[str, Any]:
+    """A ListOffsets response giving every partition asked for the same ``fields``."""
+    return {
+        "topics": [
+            {
+                "name": t.name,
+                "partitions": [
+                    {"partition_index": p.partition_index, **fields} for p in t.partitions
+                ],
+            }
+            for t in request.body.topics
+        ]
+    }
 
 
 async def delayed(seconds: float, value: Any) -> Any:
