@@ -14,26 +14,25 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from rackafka.cluster import Broker, ClusterMetadata
 from rackafka.errors import (
+    AuthenticationFailedError,
     KafkaConfigurationError,
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
 )
-from rackafka.net.connection import Connection, Connector, plaintext_connector
+from rackafka.net.connection import Connection, Connector
+from rackafka.net.security import SecurityConfig
 from rackafka.protocol.apis.metadata import METADATA
 from rackafka.protocol.schema import Api
 
 log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 9092
-
-#: ``security_protocol`` values and whether this version supports them.
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
 def _jitter(delay: float) -> float:
@@ -119,7 +118,13 @@ class KafkaClient:
             20 % jitter (KIP-144).  Per address, reset once a connection lasts.
         reconnect_backoff_max_ms: the longest pause between connection attempts.
         connections_max_idle_ms: idle connections are closed after this.
-        connector: opens the stream to a broker (TLS and test transports).
+        security: TLS and SASL settings (default: PLAINTEXT).
+        connector: opens the stream to a broker (test transports); default: the one
+            ``security`` asks for.
+
+    A connection that fails to authenticate (SASL or TLS) is not retried before
+    ``reconnect_backoff_ms``; the failure is kept for the role on top to raise
+    (:meth:`take_auth_failure`).
     """
 
     def __init__(
@@ -134,20 +139,16 @@ class KafkaClient:
         reconnect_backoff_ms: int = 50,
         reconnect_backoff_max_ms: int = 1000,
         connections_max_idle_ms: int = 540000,
-        security_protocol: str = "PLAINTEXT",
+        security: SecurityConfig | None = None,
         connector: Connector | None = None,
         client_software_version: str = "0",
     ) -> None:
         self.bootstrap = parse_bootstrap_servers(bootstrap_servers)
-        if security_protocol not in SECURITY_PROTOCOLS:
-            raise KafkaConfigurationError(
-                f"security_protocol must be one of {', '.join(SECURITY_PROTOCOLS)}, "
-                f"not {security_protocol!r}"
-            )
-        if security_protocol != "PLAINTEXT" and connector is None:
-            raise KafkaConfigurationError(
-                f"security_protocol={security_protocol!r} is not supported yet: only PLAINTEXT"
-            )
+        self.security = security or SecurityConfig()
+        #: The last authentication failure not yet raised to the user.
+        self._auth_failure: AuthenticationFailedError | None = None
+        #: Called with each authentication failure (a role wakes its waiting user).
+        self.auth_failure_listeners: list[Callable[[AuthenticationFailedError], Any]] = []
         self.client_id = client_id
         self.metadata_max_age = metadata_max_age_ms / 1000
         self.request_timeout_ms = request_timeout_ms
@@ -157,7 +158,7 @@ class KafkaClient:
         self.reconnect_backoff_max = max(reconnect_backoff_max_ms, reconnect_backoff_ms) / 1000
         self.connections_max_idle = connections_max_idle_ms / 1000
         self.cluster = ClusterMetadata()
-        self._connector = connector or plaintext_connector
+        self._connector = connector or self.security.connector()
         self._software_version = client_software_version
         self._conns: dict[int, Connection] = {}
         #: Connections of other channels (e.g. "group": the coordinator's own
@@ -205,9 +206,15 @@ class KafkaClient:
                 connector=self._connector,
                 request_timeout_ms=self.request_timeout_ms,
                 client_software_version=self._software_version,
+                security=self.security,
             )
-        except KafkaError:
+        except KafkaError as exc:
             self._connection_failed(key)
+            if isinstance(exc, AuthenticationFailedError):
+                log.error("%s", exc)
+                self._auth_failure = exc
+                for listener in list(self.auth_failure_listeners):
+                    listener(exc)
             raise
         opened = time.monotonic()
 
@@ -228,18 +235,28 @@ class KafkaClient:
         )
         self._reconnect[key] = (time.monotonic() + delay, failures)
 
+    def take_auth_failure(self) -> AuthenticationFailedError | None:
+        """The last authentication failure since the previous call, if any."""
+        failure, self._auth_failure = self._auth_failure, None
+        return failure
+
     async def bootstrap_cluster(self) -> None:
         """Connect to a bootstrap server and load metadata.
 
         Raises:
+            AuthenticationFailedError: a bootstrap server refused the TLS handshake or
+                the SASL credentials (and none answered).
             KafkaConnectionError: no bootstrap server answered; the message
                 names every server tried and why it failed.
         """
         failures = []
+        auth_failure: AuthenticationFailedError | None = None
         for host, port in self.bootstrap:
             try:
                 conn = await self._open_address(host, port)
             except KafkaError as exc:
+                if isinstance(exc, AuthenticationFailedError) and auth_failure is None:
+                    auth_failure = exc
                 failures.append(f"{host}:{port} ({exc})")
                 continue
             try:
@@ -253,6 +270,9 @@ class KafkaClient:
             self._bootstrap_conn = conn
             break
         else:
+            if auth_failure is not None:
+                self._auth_failure = None
+                raise auth_failure
             raise KafkaConnectionError(
                 "unable to bootstrap from any of the bootstrap_servers: " + "; ".join(failures)
             )

@@ -42,6 +42,7 @@ __all__ = [
     "CommitFailedError",
     "AuthenticationMethodNotSupported",
     "AuthenticationFailedError",
+    "SslAuthenticationError",
     "KafkaUnavailableError",
     "KafkaTimeoutError",
     "KafkaConnectionError",
@@ -352,16 +353,6 @@ class CommitFailedError(KafkaError):
         super().__init__(*(args or (self._default_message,)))
 
 
-class AuthenticationMethodNotSupported(KafkaError):
-    """The broker does not support the requested authentication method."""
-
-
-class AuthenticationFailedError(KafkaError):
-    """Authentication with the broker failed."""
-
-    retriable = False
-
-
 class KafkaUnavailableError(KafkaError):
     """No broker of the cluster is available."""
 
@@ -375,6 +366,32 @@ class KafkaConnectionError(KafkaError):
 
     retriable = True
     invalid_metadata = True
+
+
+class AuthenticationFailedError(KafkaConnectionError):
+    """Authentication with the broker failed: SASL credentials, or the TLS handshake.
+
+    Every authentication failure is one of these, whatever the cause
+    (:class:`SaslAuthenticationFailed`, :class:`UnsupportedSaslMechanismError`,
+    :class:`IllegalSaslStateError`, :class:`SslAuthenticationError`). It is also a
+    :class:`KafkaConnectionError` (the connection is closed), so code written for
+    aiokafka, where a failed bootstrap is a connection error, still catches it. It is
+    not retried at once: the client backs off before it connects to that broker again
+    (``reconnect_backoff_ms``), and the consumer raises the failure from its next call.
+    """
+
+    retriable = False
+    invalid_metadata = False
+
+
+class AuthenticationMethodNotSupported(AuthenticationFailedError):
+    """The broker does not support the requested authentication method."""
+
+
+class SslAuthenticationError(AuthenticationFailedError):
+    """The TLS handshake with a broker failed: an untrusted certificate, a host name the
+    certificate does not name, a client certificate the broker refused, or a broker that
+    does not speak TLS on that port. The :class:`ssl.SSLError` is the ``__cause__``."""
 
 
 class UnsupportedCodecError(KafkaError):
@@ -785,13 +802,13 @@ class InvalidTimestampError(BrokerResponseError):
     description = "A message timestamp is outside the accepted range."
 
 
-class UnsupportedSaslMechanismError(BrokerResponseError):
+class UnsupportedSaslMechanismError(BrokerResponseError, AuthenticationFailedError):
     errno = 33
     message = "UNSUPPORTED_SASL_MECHANISM"
     description = "The broker does not offer the requested SASL mechanism."
 
 
-class IllegalSaslStateError(BrokerResponseError):
+class IllegalSaslStateError(BrokerResponseError, AuthenticationFailedError):
     errno = 34
     message = "ILLEGAL_SASL_STATE"
     description = "The request is not allowed in the current state of the SASL exchange."
@@ -997,7 +1014,7 @@ class LogDirNotFound(BrokerResponseError):
 LogDirNotFoundError = LogDirNotFound
 
 
-class SaslAuthenticationFailed(BrokerResponseError):
+class SaslAuthenticationFailed(BrokerResponseError, AuthenticationFailedError):
     errno = 58
     message = "SASL_AUTHENTICATION_FAILED"
     description = "SASL authentication failed."

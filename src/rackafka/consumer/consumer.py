@@ -41,6 +41,7 @@ from rackafka.errors import (
 )
 from rackafka.group.coordinator import GroupCoordinator
 from rackafka.group.strategy import resolve_assignors
+from rackafka.net.security import SecurityConfig
 from rackafka.structs import (
     ConsumerRecord,
     OffsetAndMetadata,
@@ -57,14 +58,6 @@ VT = TypeVar("VT", default=bytes)
 
 _ISOLATION = {"read_uncommitted": READ_UNCOMMITTED, "read_committed": READ_COMMITTED}
 _RESETS = (EARLIEST, LATEST, NONE)
-
-
-def _not_yet(name: str, value: Any) -> KafkaConfigurationError:
-    shown = "<redacted>" if "password" in name else repr(value)  # never echo a secret
-    return KafkaConfigurationError(
-        f"{name}={shown} is not supported yet by rackafka {__version__}: "
-        "TLS and SASL arrive in a later release; leave it at its default for now"
-    )
 
 
 def _positive(name: str, value: Any, *, zero: bool = False) -> int:
@@ -200,9 +193,20 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         rebalance_timeout_ms: group liveness, as in aiokafka (the rebalance
             timeout defaults to ``max_poll_interval_ms``).  Without
             ``group_id`` they are checked, then ignored.
-        security_protocol, ssl_context, sasl_*: accepted with aiokafka's
-            defaults; other values are not supported yet and raise
-            :exc:`~rackafka.errors.KafkaConfigurationError`.
+        security_protocol: ``"PLAINTEXT"`` (default), ``"SSL"``, ``"SASL_PLAINTEXT"`` or
+            ``"SASL_SSL"``, as aiokafka (see :doc:`security`).
+        ssl_context: an :class:`ssl.SSLContext` for SSL and SASL_SSL (required there, as
+            in aiokafka): :func:`rackafka.helpers.create_ssl_context` makes one that
+            verifies the broker's host name.
+        sasl_mechanism: ``"PLAIN"`` (default), ``"SCRAM-SHA-256"``, ``"SCRAM-SHA-512"``,
+            ``"OAUTHBEARER"`` or ``"GSSAPI"`` (needs the ``gssapi`` extra).
+        sasl_plain_username, sasl_plain_password: credentials of PLAIN and SCRAM.
+        sasl_kerberos_service_name, sasl_kerberos_domain_name: GSSAPI's service
+            principal ``service@domain`` (default ``kafka`` at the broker's host name).
+        sasl_oauth_token_provider: an :class:`~rackafka.abc.AbstractTokenProvider` for
+            OAUTHBEARER (``MSKIAMTokenProvider`` for Amazon MSK IAM); asked again at each
+            re-authentication.  Sessions with a lifetime (KIP-368) are re-authenticated
+            on the live connection before they end.
         api_version: ignored (versions are always negotiated).
         record_tuples: a rackafka extension for bulk readers: records come as
             plain tuples ``(offset, timestamp, timestamp_type, key, value, checksum,
@@ -269,19 +273,16 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             )
         if client_id is not None and not isinstance(client_id, str):
             raise KafkaConfigurationError(f"client_id must be a str, not {client_id!r}")
-        for name, value, default in (
-            ("ssl_context", ssl_context, None),
-            ("security_protocol", security_protocol, "PLAINTEXT"),
-            ("sasl_plain_password", sasl_plain_password, None),
-            ("sasl_plain_username", sasl_plain_username, None),
-            ("sasl_kerberos_service_name", sasl_kerberos_service_name, "kafka"),
-            ("sasl_kerberos_domain_name", sasl_kerberos_domain_name, None),
-            ("sasl_oauth_token_provider", sasl_oauth_token_provider, None),
-        ):
-            if value != default:
-                raise _not_yet(name, value)
-        if sasl_mechanism != "PLAIN":
-            raise _not_yet("sasl_mechanism", sasl_mechanism)
+        security = SecurityConfig.create(
+            security_protocol=security_protocol,
+            ssl_context=ssl_context,
+            sasl_mechanism=sasl_mechanism,
+            sasl_plain_username=sasl_plain_username,
+            sasl_plain_password=sasl_plain_password,
+            sasl_kerberos_service_name=sasl_kerberos_service_name,
+            sasl_kerberos_domain_name=sasl_kerberos_domain_name,
+            sasl_oauth_token_provider=sasl_oauth_token_provider,
+        )
         if group_id is not None and (not isinstance(group_id, str) or not group_id):
             raise KafkaConfigurationError(f"group_id must be a non-empty str, not {group_id!r}")
         if group_instance_id is not None:
@@ -384,6 +385,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
                 connections_max_idle_ms if connections_max_idle_ms is not None else 1 << 62
             ),
             client_software_version=__version__,
+            security=security,
         )
         self._client_rack = client_rack
         self._request_timeout = request_timeout_ms / 1000
@@ -452,6 +454,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             return
         await self._client.bootstrap_cluster()
         self._fetcher = Fetcher(self._client, self._subs, **self._fetcher_args)
+        self._client.auth_failure_listeners.append(_weak(self._auth_failed))
         # Callbacks given to long-lived tasks hold the consumer weakly: a consumer that is
         # dropped without stop() is collected (and warns), as aiokafka's is.
         self._metadata_listener = _weak(self._on_metadata)
@@ -507,6 +510,18 @@ class AIOKafkaConsumer(Generic[KT, VT]):
     def __del__(self, _warnings: Any = warnings) -> None:
         if getattr(self, "_started", False) and not getattr(self, "_closed", True):
             _warnings.warn(f"Unclosed AIOKafkaConsumer {self!r}", ResourceWarning, stacklevel=1)
+
+    def _auth_failed(self, _exc: BaseException) -> None:
+        if self._fetcher is not None:
+            self._fetcher.data_ready.set()  # a waiting getmany()/getone() raises it
+
+    def __repr__(self) -> str:
+        # Never a secret: the security settings show only their kind and user name.
+        return (
+            f"<AIOKafkaConsumer bootstrap_servers={self._client.bootstrap!r} "
+            f"group_id={self._group_id!r} client_rack={self._client_rack!r} "
+            f"{self._client.security!r}>"
+        )
 
     def _check_running(self) -> Fetcher:
         if self._closed:

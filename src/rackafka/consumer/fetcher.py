@@ -476,8 +476,10 @@ class Fetcher:
     ) -> None:
         """Raise an error recorded for a partition, or the fetch loop's own failure.
 
-        A sticky error (bad record data at the position) stays until the position
-        changes.  With ``repeat=False`` the sticky error raised last is not raised again
+        An authentication failure of a connection (SASL, TLS) is raised once; the
+        client keeps trying after ``reconnect_backoff_ms``.  A sticky error (bad record
+        data at the position) stays until the position changes.  With ``repeat=False``
+        the sticky error raised last is not raised again
         (so that other partitions' records can be delivered in between); call with
         ``repeat=True`` when there is nothing else to give.
         """
@@ -486,6 +488,9 @@ class Fetcher:
             exc = task.exception()
             if exc is not None:
                 raise exc
+        auth_failure = self._client.take_auth_failure()
+        if auth_failure is not None:
+            raise auth_failure  # as Java's poll(): raised once, the client retries later
         if not self._errors_pending:
             return
         found = False
