@@ -176,9 +176,6 @@ KAFKA_OPTIONS = [
     ("kafka.connections.max.idle.ms", "30000", "connections_max_idle_ms", 30000),
     ("kafka.check.crcs", "false", "check_crcs", False),
     ("kafka.check.crcs", "TRUE", "check_crcs", True),
-    ("kafka.security.protocol", "PLAINTEXT", "security_protocol", "PLAINTEXT"),
-    # Kafka's Java client reads security.protocol in any case.
-    ("kafka.security.protocol", "plaintext", "security_protocol", "PLAINTEXT"),
     ("kafka.fetch.max.bytes", " 4096 ", "fetch_max_bytes", 4096),
 ]
 
@@ -283,7 +280,6 @@ def test_options_the_source_owns_are_refused(option: str) -> None:
         "minOffsetsPerTrigger",
         "maxTriggerDelay",
         "groupIdPrefix",
-        "kafka.sasl.jaas.config",
     ],
 )
 @pytest.mark.parametrize("streaming", [False, True])
@@ -478,7 +474,6 @@ def test_booleans(value: str, expected: bool) -> None:
         ("kafka.request.timeout.ms", "0", "request_timeout_ms"),
         ("kafka.metadata.max.age.ms", "0", "metadata_max_age_ms"),
         ("kafka.connections.max.idle.ms", "0", "connections_max_idle_ms"),
-        ("kafka.security.protocol", "SSL", "security_protocol"),
         ("kafka.security.protocol", "carrier-pigeon", "security_protocol"),
     ],
 )

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from rackafka.errors import KafkaConfigurationError
+from rackafka.spark.security import SECURITY_OPTIONS, SecuritySettings, parse_security
 
 __all__ = [
     "CLIENT_RACK_ENV",
@@ -56,8 +57,6 @@ _CONSUMER_OPTIONS: dict[str, tuple[str, type]] = {
     "kafka.metadata.max.age.ms": ("metadata_max_age_ms", int),
     "kafka.connections.max.idle.ms": ("connections_max_idle_ms", int),
     "kafka.check.crcs": ("check_crcs", bool),
-    "kafka.security.protocol": ("security_protocol", str),
-    "kafka.sasl.mechanism": ("sasl_mechanism", str),
 }
 
 # Kafka consumer properties that the source sets itself (as Spark's source does).
@@ -81,7 +80,6 @@ _NOT_SUPPORTED = (
     "minoffsetspertrigger",
     "maxtriggerdelay",
     "groupidprefix",
-    "kafka.sasl.jaas.config",
 )
 
 _SOURCE_OPTIONS = (
@@ -175,6 +173,15 @@ class SourceOptions:
     max_records_per_partition: int | None = None
     #: Keywords for :class:`~rackafka.AIOKafkaConsumer` from the ``kafka.*`` options.
     consumer: Mapping[str, Any] = field(default_factory=dict)
+    #: ``kafka.security.protocol``, ``kafka.ssl.*``, ``kafka.sasl.*`` (secrets hidden).
+    security: SecuritySettings | None = None
+
+    def consumer_kwargs(self) -> dict[str, Any]:
+        """Keywords for a consumer of this read, TLS context and credentials included
+        (built in the calling process: executors build their own)."""
+        if self.security is None:
+            return dict(self.consumer)
+        return {**self.consumer, **self.security.consumer_kwargs()}
 
     def starting_or(self, default: str) -> OffsetSpec:
         """``startingOffsets``, or ``default`` when it was not given."""
@@ -354,7 +361,7 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
             raise InvalidOptionError(
                 f"option {_name(key)} of Spark's Kafka source is not supported by rackafka"
             )
-        if key in _SOURCE_OPTIONS:
+        if key in _SOURCE_OPTIONS or key in SECURITY_OPTIONS:
             continue
         if key.startswith("kafka."):
             _consumer_option(key, opts[key], consumer)
@@ -428,7 +435,8 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
     if "minpartitions" in opts:
         min_partitions = _int("minpartitions", opts["minpartitions"], 1)
 
-    _check_consumer(servers, consumer)
+    security = parse_security(opts, servers)
+    _check_consumer(servers, {**consumer, **(security.consumer_kwargs() if security else {})})
     rack_setting = opts.get("kafka.client.rack", "auto").strip()
     client_rack: str | None = rack_setting or None
 
@@ -460,4 +468,5 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
         if "maxrecordsperpartition" in opts
         else None,
         consumer=consumer,
+        security=security,
     )

@@ -368,7 +368,7 @@ async def _describe_once(opts: SourceOptions) -> Snapshot:
     consumer: AIOKafkaConsumer[bytes, bytes] = AIOKafkaConsumer(
         bootstrap_servers=opts.bootstrap_servers,
         enable_auto_commit=False,
-        **opts.consumer,
+        **opts.consumer_kwargs(),
     )
     await consumer.start()
     try:

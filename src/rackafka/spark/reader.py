@@ -238,7 +238,7 @@ def read_ranges(
             enable_auto_commit=False,
             auto_offset_reset="none",
             record_tuples=True,
-            **{"fetch_max_wait_ms": TASK_FETCH_MAX_WAIT_MS, **opts.consumer},
+            **{"fetch_max_wait_ms": TASK_FETCH_MAX_WAIT_MS, **opts.consumer_kwargs()},
         )
         run(_open(consumer, todo))
         for tp in [tp for tp, r in todo.items() if r.position >= r.end]:
