@@ -207,7 +207,8 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             OAUTHBEARER (``MSKIAMTokenProvider`` for Amazon MSK IAM); asked again at each
             re-authentication.  Sessions with a lifetime (KIP-368) are re-authenticated
             on the live connection before they end.
-        api_version: ignored (versions are always negotiated).
+        api_version: deprecated, as in aiokafka: any value gives a
+            :exc:`DeprecationWarning` and is ignored (versions are always negotiated).
         record_tuples: a rackafka extension for bulk readers: records come as
             plain tuples ``(offset, timestamp, timestamp_type, key, value, checksum,
             serialized_key_size, serialized_value_size, headers)`` (see
@@ -321,11 +322,13 @@ class AIOKafkaConsumer(Generic[KT, VT]):
                     f"max_poll_records must be an int, not {max_poll_records!r}"
                 )
             _positive("max_poll_records", max_poll_records)  # a ValueError, as aiokafka's
-        if api_version not in (None, "auto") and not (
-            isinstance(api_version, str) and re.fullmatch(r"\d+(\.\d+){0,2}", api_version)
-        ):
-            raise KafkaConfigurationError(
-                f"api_version must be None, 'auto' or a version like '2.4.0', not {api_version!r}"
+        if api_version is not None:
+            # As aiokafka 0.13+: deprecated and a no-op (versions are always negotiated).
+            warnings.warn(
+                "The api_version parameter is deprecated (as in aiokafka) and ignored: "
+                "API versions are negotiated with each broker",
+                DeprecationWarning,
+                stacklevel=2,
             )
         fetch_max_wait_ms = _positive("fetch_max_wait_ms", fetch_max_wait_ms, zero=True)
         fetch_max_bytes = _positive("fetch_max_bytes", fetch_max_bytes)
