@@ -30,14 +30,18 @@ async def plaintext_connector(host: str, port: int) -> StreamPair:
 
 def tls_failure(host: str, port: int, exc: ssl.SSLError) -> SslAuthenticationError:
     """The error for a failed TLS handshake (or a TLS alert right after it)."""
-    reason = getattr(exc, "verify_message", None) or exc.reason or str(exc)
+    reason = getattr(exc, "verify_message", None) or getattr(exc, "reason", None) or str(exc)
     hint = ""
     if isinstance(exc, ssl.SSLCertVerificationError):
         hint = (
             ": the broker's certificate is not trusted or does not name "
             f"{host!r}; check the ssl_context's CA (create_ssl_context(cafile=...))"
         )
-    elif "WRONG_VERSION_NUMBER" in str(exc) or "wrong version number" in str(exc):
+    elif (
+        "WRONG_VERSION_NUMBER" in str(exc)
+        or "wrong version number" in str(exc)
+        or isinstance(exc, ssl.SSLEOFError)
+    ):
         hint = ": the broker does not speak TLS on this port (a PLAINTEXT listener?)"
     error = SslAuthenticationError(f"TLS handshake with {host}:{port} failed: {reason}{hint}")
     error.__cause__ = exc
@@ -60,6 +64,9 @@ class TlsConnector:
             )
         except ssl.SSLError as exc:
             raise tls_failure(host, port, exc) from exc
+        except ConnectionError as exc:
+            # Closed during the handshake: what a broker without TLS on this port does.
+            raise tls_failure(host, port, ssl.SSLEOFError(str(exc) or "connection closed")) from exc
 
 
 @dataclass(frozen=True, repr=False)

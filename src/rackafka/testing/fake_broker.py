@@ -51,11 +51,15 @@ class FakeRequest:
     correlation_id: int
     body: Any
     received_at: float = field(default_factory=time.monotonic)
+    #: Which connection sent it (1 for the first accepted, 2 for the next...).
+    connection: int = 0
 
 
 #: ``handler(broker, request) -> response`` (a struct value, a dict, ``NO_RESPONSE``,
 #: or an awaitable of one of these); ``None`` falls back to the default answer.
 Handler = Callable[["FakeBroker", FakeRequest], Any]
+#: Kafka's default ``socket.request.max.bytes``: a bigger request closes the connection.
+_MAX_REQUEST = 100 * 1024 * 1024
 
 
 class FakeBroker:
@@ -67,6 +71,7 @@ class FakeBroker:
         topics: ``{topic: partition_count}``; this broker leads them all unless
             :attr:`leaders` says otherwise.
         close_on_accept: close every connection as soon as it is accepted.
+        ssl_context: a server-side :class:`ssl.SSLContext`: the broker speaks TLS.
 
     Attributes:
         log: ``{(topic, partition): [batch bytes, ...]}``: what Fetch serves, in order.
@@ -84,8 +89,10 @@ class FakeBroker:
         rack: str | None = None,
         topics: dict[str, int] | None = None,
         close_on_accept: bool = False,
+        ssl_context: Any = None,
     ) -> None:
         self.node_id = node_id
+        self.ssl_context = ssl_context
         self.rack = rack
         self.topics: dict[str, int] = dict(topics or {})
         self.close_on_accept = close_on_accept
@@ -104,7 +111,7 @@ class FakeBroker:
 
     async def start(self) -> FakeBroker:
         """Listen on an ephemeral loopback port."""
-        self._server = await asyncio.start_server(self._serve, self.host, 0)
+        self._server = await asyncio.start_server(self._serve, self.host, 0, ssl=self.ssl_context)
         self.port = self._server.sockets[0].getsockname()[1]
         return self
 
@@ -154,6 +161,7 @@ class FakeBroker:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
+        connection = self.connections
         if self.close_on_accept:
             writer.close()
             return
@@ -162,8 +170,10 @@ class FakeBroker:
             while True:
                 head = await reader.readexactly(4)
                 (size,) = _SIZE.unpack(head)
+                if not 0 <= size <= _MAX_REQUEST:
+                    break  # as Kafka (socket.request.max.bytes): not a Kafka client
                 frame = await reader.readexactly(size)
-                out = await self._answer(frame)
+                out = await self._answer(frame, connection)
                 if out is not None:
                     writer.write(out)
                     await writer.drain()
@@ -173,14 +183,16 @@ class FakeBroker:
             self._writers.discard(writer)
             writer.close()
 
-    async def _answer(self, frame: bytes) -> bytes | None:
+    async def _answer(self, frame: bytes, connection: int = 0) -> bytes | None:
         header, pos = frames.decode_request_header(frame)
         api = API_BY_KEY[header.api_key]
         version = header.api_version
         if api.request_header_version(version) >= 2:
             pos = frames.skip_request_header_tags(frame, pos)
         body = api.decode_request(version, frame, pos, exact=False)
-        request = FakeRequest(header.api_key, api.name, version, header.correlation_id, body)
+        request = FakeRequest(
+            header.api_key, api.name, version, header.correlation_id, body, connection=connection
+        )
         self.requests.append(request)
         response: Any = None
         handler = self.handlers.get(api.name)
