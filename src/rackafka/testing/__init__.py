@@ -34,6 +34,7 @@ from .cluster import (
 )
 from .compose import ComposeCluster, DockerUnavailableError, FaultInjectionUnsupportedError
 from .fake_broker import NO_RESPONSE, FakeBroker, FakeRequest
+from .secure_front import FrontStats, SecureFront
 
 __all__ = [
     "API_NAMES",
@@ -48,12 +49,14 @@ __all__ = [
     "FakeBroker",
     "FakeRequest",
     "FaultInjectionUnsupportedError",
+    "FrontStats",
     "LibrdkafkaNotFoundError",
     "NO_RESPONSE",
     "PartitionInfo",
     "ProduceError",
     "ProduceResult",
     "RequestRecord",
+    "SecureFront",
     "TransactionResult",
     "TransactionalProduceResult",
     "api_key",
