@@ -27,6 +27,7 @@ from rackafka.errors import (
     KafkaError,
     KafkaProtocolError,
     KafkaTimeoutError,
+    SslAuthenticationError,
     UnsupportedVersionError,
 )
 from rackafka.net.security import SecurityConfig, plaintext_connector, tls_failure
@@ -418,6 +419,14 @@ class Connection:
     def _received(self, data: bytes) -> None:
         """Split ``data`` into frames and dispatch them."""
         if not data:
+            if self.versions is None and self.security is not None and self.security.uses_tls:
+                # Closed right after the TLS handshake, before any answer: with TLS 1.3 a
+                # broker refuses a client certificate (or its absence) this way.
+                raise SslAuthenticationError(
+                    f"the broker at {self.host}:{self.port} closed the TLS connection before "
+                    "answering: it may require a client certificate (mutual TLS: "
+                    "create_ssl_context(certfile=..., keyfile=...)) or refuse this one"
+                )
             raise KafkaConnectionError(
                 f"connection to {self.host}:{self.port} closed by the broker"
             )
