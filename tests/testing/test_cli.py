@@ -263,3 +263,44 @@ def test_interpreter_answers() -> None:
         assert interpreter.execute("request-counts Fetch") == "OK {}"
         assert interpreter.execute("cap-version NoSuchApi 0 1").startswith("ERR ValueError")
         assert interpreter.execute("delete-records t 0 0") == "OK"
+
+
+def test_serve_with_a_sasl_ssl_front(server_factory: type[Server]) -> None:
+    """``serve --security-protocol SASL_SSL``: another process connects with the printed
+    CA file and the user given on the command line; wrong credentials are refused."""
+    pytest.importorskip("trustme", reason="trustme (testing extra) makes the certificates")
+    pytest.importorskip("scramp", reason="scramp (testing extra) is the front's SCRAM")
+    server = server_factory(
+        "--brokers", "2", "--topic", "sec:2:2", "--messages", "25",
+        "--security-protocol", "SASL_SSL", "--sasl-mechanism", "SCRAM-SHA-256",
+        "--user", "app:app-pw", "--exit-on-eof",
+    )  # fmt: skip
+    info: dict[str, str] = {}
+    while True:
+        line = server.readline()
+        assert line is not None
+        key, _, value = line.partition("=")
+        info[key] = value
+        if key == "BOOTSTRAP":
+            break
+    assert info["SECURITY_PROTOCOL"] == "SASL_SSL"
+    assert info["SASL_MECHANISMS"] == "SCRAM-SHA-256"
+    conf = {
+        "bootstrap.servers": info["BOOTSTRAP"],
+        "security.protocol": "SASL_SSL",
+        "ssl.ca.location": info["CA_FILE"],
+        "sasl.mechanism": "SCRAM-SHA-256",
+        "sasl.username": "app",
+        "sasl.password": "app-pw",
+        "group.id": "cli-sec",
+        "auto.offset.reset": "earliest",
+    }
+    consumer = ck.Consumer(conf)
+    consumer.subscribe(["sec"])
+    got = 0
+    deadline = time.monotonic() + 30
+    while got < 25 and time.monotonic() < deadline:
+        got += sum(1 for m in consumer.consume(num_messages=100, timeout=0.5) if not m.error())
+    consumer.close()
+    assert got == 25
+    assert server.ok("info") is not None

@@ -384,8 +384,47 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="stop at the end of standard input (default: keep serving until a signal)",
     )
+    serve.add_argument(
+        "--security-protocol",
+        choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+        default="PLAINTEXT",
+        help="put a TLS/SASL front before the brokers (prints CA_FILE=... before BOOTSTRAP=...)",
+    )
+    serve.add_argument(
+        "--sasl-mechanism",
+        action="append",
+        default=[],
+        metavar="MECHANISM",
+        help="enable a SASL mechanism (repeatable; default: PLAIN, SCRAM-SHA-256/512, OAUTHBEARER)",
+    )
+    serve.add_argument(
+        "--user",
+        action="append",
+        type=_user_spec,
+        default=[],
+        metavar="NAME:PASSWORD",
+        help="a PLAIN/SCRAM user (repeatable)",
+    )
+    serve.add_argument(
+        "--session-lifetime-ms",
+        type=int,
+        default=None,
+        help="SASL session lifetime the front grants (KIP-368 re-authentication)",
+    )
+    serve.add_argument(
+        "--require-client-cert",
+        action="store_true",
+        help="mutual TLS (prints CLIENT_CERT=... and CLIENT_KEY=...)",
+    )
     serve.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
     return parser
+
+
+def _user_spec(text: str) -> tuple[str, str]:
+    name, sep, password = text.partition(":")
+    if not sep or not name or not password:
+        raise argparse.ArgumentTypeError("a user is NAME:PASSWORD")
+    return name, password
 
 
 def serve(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
@@ -404,7 +443,17 @@ def serve(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
     cluster: EmbeddedCluster | None = None
     try:
         try:
-            cluster = EmbeddedCluster(brokers=args.brokers, racks=racks)
+            security: dict[str, Any] = {}
+            protocol = getattr(args, "security_protocol", "PLAINTEXT")
+            if protocol != "PLAINTEXT":
+                security = {
+                    "security_protocol": protocol,
+                    "sasl_mechanisms": args.sasl_mechanism or None,
+                    "users": dict(args.user),
+                    "session_lifetime_ms": args.session_lifetime_ms,
+                    "require_client_cert": args.require_client_cert,
+                }
+            cluster = EmbeddedCluster(brokers=args.brokers, racks=racks, **security)
             cluster.start()
             for name, partitions, rf in args.topic:
                 cluster.create_topic(name, partitions, rf)
@@ -425,6 +474,16 @@ def serve(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
             stdout.write(f"ERR startup failed: {message}\n")
             stdout.flush()
             return 1
+        front = cluster.front
+        if front is not None:
+            stdout.write(f"SECURITY_PROTOCOL={front.security_protocol}\n")
+            if front.ca_file:
+                stdout.write(f"CA_FILE={front.ca_file}\n")
+            if front.require_client_cert:
+                stdout.write(f"CLIENT_CERT={front.client_cert_file}\n")
+                stdout.write(f"CLIENT_KEY={front.client_key_file}\n")
+            if front.mechanisms:
+                stdout.write(f"SASL_MECHANISMS={','.join(front.mechanisms)}\n")
         stdout.write(f"BOOTSTRAP={cluster.bootstrap_servers}\n")
         stdout.flush()
         interpreter = CommandInterpreter(cluster)
