@@ -27,6 +27,10 @@ Clients (``--clients``; a client whose package is missing is reported as skipped
 ``kafka-python``    kafka-python ``poll()``
 ``confluent``       confluent-kafka's batch ``consume(num_messages=...)``
                     (``fetch.queue.backoff.ms=10``, ``check.crcs=true``)
+``*-front``         rackafka / aiokafka-C through a PLAINTEXT ``rackafka.testing.SecureFront``
+                    (a Python proxy in the benchmark's process: its own cost, for reference)
+``*-sasl-ssl``      the same through a SASL_SSL front (TLS + SCRAM-SHA-512): the cost of
+                    security is the ratio to ``*-front``
 ==================  ===========================================================================
 
 The slow clients (pure-Python aiokafka, kafka-python) and the ``getone`` clients read a
@@ -49,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import json
 import os
@@ -139,6 +144,9 @@ class Client:
     env: dict[str, str] = field(default_factory=dict)
     rack: str | None = None
     extension: str | None = None  # aiokafka: "c" or "py"
+    #: None: straight to the brokers; "front": through a PLAINTEXT SecureFront (the
+    #: proxy's own cost); "sasl_ssl": through a SASL_SSL SecureFront (SCRAM-SHA-512).
+    via: str | None = None
 
     def count(self, ds: Dataset) -> int:
         if self.limit == "slow":
@@ -164,7 +172,13 @@ CLIENTS = [
     Client("aiokafka-getone", "aiokafka", "getone", limit="getone", extension="c"),
     Client("kafka-python", "kafka-python", "poll", limit="slow"),
     Client("confluent", "confluent", "consume"),
+    Client("rackafka-front", "rackafka", "getmany", via="front"),
+    Client("rackafka-sasl-ssl", "rackafka", "getmany", via="sasl_ssl"),
+    Client("aiokafka-c-front", "aiokafka", "getmany", extension="c", via="front"),
+    Client("aiokafka-c-sasl-ssl", "aiokafka", "getmany", extension="c", via="sasl_ssl"),
 ]
+#: The SASL_SSL front's only user (SCRAM-SHA-512).
+BENCH_USER = ("bench", "bench-password")
 REFERENCE = "aiokafka-c"
 SAME_API_REFERENCE = {"getone": "aiokafka-getone"}
 
@@ -278,6 +292,17 @@ async def run_asyncio_client(spec: dict[str, Any], tally: Tally) -> dict[str, An
     }
     if spec["rack"]:
         kwargs["client_rack"] = spec["rack"]
+    if spec.get("ca_file"):
+        from importlib import import_module
+
+        helpers = import_module(f"{lib.__name__}.helpers")
+        kwargs.update(
+            security_protocol="SASL_SSL",
+            ssl_context=helpers.create_ssl_context(cafile=spec["ca_file"]),
+            sasl_mechanism="SCRAM-SHA-512",
+            sasl_plain_username=BENCH_USER[0],
+            sasl_plain_password=BENCH_USER[1],
+        )
     consumer = lib.AIOKafkaConsumer(**kwargs)
     await consumer.start()
     try:
@@ -770,7 +795,23 @@ def main(argv: list[str] | None = None) -> int:
     raw: dict[str, list[dict[str, Any]]] = {}
     skipped: dict[str, dict[str, Any]] = {}
     highs: dict[str, list[int]] = {}
-    with EmbeddedCluster(brokers=3, racks=RACKS) as cluster:
+    with EmbeddedCluster(brokers=3, racks=RACKS) as cluster, contextlib.ExitStack() as fronts:
+        routes: dict[str | None, tuple[str, str | None]] = {None: (cluster.bootstrap_servers, None)}
+        if any(c.via for c in clients):
+            from rackafka.testing import SecureFront
+
+            backends = {n: (b.host, b.port) for n, b in cluster.brokers.items()}
+            plain = fronts.enter_context(SecureFront(backends, security_protocol="PLAINTEXT"))
+            secure = fronts.enter_context(
+                SecureFront(
+                    backends,
+                    security_protocol="SASL_SSL",
+                    sasl_mechanisms=("SCRAM-SHA-512",),
+                    users=dict([BENCH_USER]),
+                )
+            )
+            routes["front"] = (plain.bootstrap_servers, None)
+            routes["sasl_ssl"] = (secure.bootstrap_servers, secure.ca_file)
         for ds in datasets:
             t = time.monotonic()
             highs[ds.name] = produce_dataset(cluster, ds)
@@ -794,7 +835,8 @@ def main(argv: list[str] | None = None) -> int:
                         "api": c.api,
                         "extension": c.extension,
                         "rack": c.rack,
-                        "bootstrap": cluster.bootstrap_servers,
+                        "bootstrap": routes[c.via][0],
+                        "ca_file": routes[c.via][1],
                         "topic": ds.topic,
                         "partitions": ds.partitions,
                         "value_size": ds.value_size,
