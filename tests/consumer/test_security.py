@@ -15,7 +15,11 @@ from typing import Any
 import pytest
 
 from rackafka import AIOKafkaConsumer
-from rackafka.errors import SaslAuthenticationFailed, SslAuthenticationError
+from rackafka.errors import (
+    KafkaConnectionError,
+    SaslAuthenticationFailed,
+    SslAuthenticationError,
+)
 from rackafka.testing import EmbeddedCluster
 
 pytest.importorskip("trustme", reason="trustme (testing extra) makes the front's certificates")
@@ -209,8 +213,51 @@ async def test_expired_session_without_reauthentication_is_closed_by_the_front()
             assert conn._reauth is not None
             conn._reauth.cancel()
             await asyncio.sleep(0.5)
-            with pytest.raises(Exception):
+            with pytest.raises(KafkaConnectionError):
                 await conn.request(METADATA, METADATA.Request(topics=[]), timeout=5)
             assert c.front.stats.protocol_violations == 1
         finally:
             await conn.aclose()
+
+
+async def test_msk_iam_tokens_through_the_front(monkeypatch: pytest.MonkeyPatch) -> None:
+    """MSKIAMTokenProvider's tokens (signed offline from environment credentials) are
+    what the broker receives over OAUTHBEARER: an MSK Connect URL with a SigV4 signature."""
+    pytest.importorskip("aws_msk_iam_sasl_signer", reason="the aws extra signs MSK IAM tokens")
+    import base64
+    from urllib.parse import parse_qs, urlparse
+
+    from rackafka.net.sasl.aws_msk_iam import MSKIAMTokenProvider
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/dev/null")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    seen: list[dict[str, list[str]]] = []
+
+    def msk_validator(token: str, _extensions: dict[str, str]) -> bool:
+        url = urlparse(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode())
+        query = parse_qs(url.query)
+        seen.append(query)
+        return url.hostname == "kafka.eu-west-1.amazonaws.com" and query.get("Action") == [
+            "kafka-cluster:Connect"
+        ]
+
+    async with EmbeddedCluster(
+        brokers=2,
+        security_protocol="SASL_SSL",
+        sasl_mechanisms=("OAUTHBEARER",),
+        oauth_validator=msk_validator,
+    ) as c:
+        c.create_topic("iam", partitions=2, replication_factor=2)
+        c.produce("iam", 40, value_size=10)
+        options = c.front.client_options("OAUTHBEARER")
+        options["sasl_oauth_token_provider"] = MSKIAMTokenProvider(region="eu-west-1")
+        async with AIOKafkaConsumer("iam", auto_offset_reset="earliest", **options) as consumer:
+            assert len(await read_exactly(consumer, 40)) == 40
+        assert c.front.stats.authentications["OAUTHBEARER"] >= 2
+        assert seen and all("X-Amz-Signature" in q for q in seen)
