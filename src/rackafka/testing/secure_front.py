@@ -177,11 +177,9 @@ class SecureFront:
     :meth:`close`. It serves from a thread of its own, so that synchronous clients
     (confluent-kafka) and asyncio clients in the test's loop can both use it.
 
-    Attributes:
-        ca_file: path of the test CA certificate (PEM) clients must trust.
-        ca_pem: the same certificate as text.
-        client_cert_file, client_key_file: a client certificate and key for mutual TLS.
-        stats: a :class:`FrontStats`.
+    :attr:`ca_file` is the test CA clients must trust; :attr:`client_cert_file` and
+    :attr:`client_key_file` a client certificate for mutual TLS; :attr:`stats` a
+    :class:`FrontStats` of what the front saw.
     """
 
     def __init__(
