@@ -303,8 +303,14 @@ blobs = st.one_of(
     st.binary(max_size=140),
     st.sampled_from([b"", b"x" * 127, b"y" * 128, b"z" * 16383, b"w" * 16384, b"q" * 20000]),
 )
+# Keys and values both under and over 63 bytes (one-byte lengths: the decoder's fast path,
+# else its general one), keys seen before and new.
 header_lists = st.lists(
-    st.tuples(st.text(max_size=12), st.one_of(st.none(), st.binary(max_size=20))), max_size=3
+    st.tuples(
+        st.one_of(st.sampled_from(["traceparent", "content-type", "é"]), st.text(max_size=40)),
+        st.one_of(st.none(), st.binary(max_size=100)),
+    ),
+    max_size=4,
 )
 record_lists = st.lists(
     st.tuples(

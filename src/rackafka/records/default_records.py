@@ -70,6 +70,10 @@ _OD_BYTE0 = {
     0x80: bytes(((2 * i) & 0x7F) | 0x80 for i in range(64)),
 }
 _EMPTY: tuple[()] = ()
+#: Header keys seen so far, by their bytes: most topics use a handful of header names, so
+#: the decoder slices a key and looks it up instead of decoding it for every record.
+_HEADER_KEYS: dict[bytes, str] = {}
+_HEADER_KEYS_MAX = 4096
 _NO_RUN: tuple[int, int, tuple[Any, ...]] = (0, 0, ())
 _ZEROS1 = [0] * 128
 _ZEROS2 = [[0] * 128] * 256
@@ -429,6 +433,7 @@ def _decode_scalar(
     zz = ZIGZAG1
     zz2 = ZIGZAG2
     rv = read_varint
+    hkeys = _HEADER_KEYS
     # Timestamp deltas are read through their own tables: with LogAppendTime, tables of
     # zeros added to the log append time, so that the loop has no test for it.
     tz = zz
@@ -523,11 +528,42 @@ def _decode_scalar(
             value = buf[pos : pos + value_size]
             pos += value_size
         # headers
-        if buf[pos] == 0:
-            headers: tuple[tuple[str, bytes | None], ...] = _EMPTY
+        b = buf[pos]
+        if b == 0:
+            headers: tuple[tuple[str, bytes | None], ...] | None = _EMPTY
             pos += 1
         else:
-            headers, pos = _read_headers(buf, pos, rec_end, offset)
+            headers = None
+            if b < 0x80 and not b & 1:
+                # Fast path: a few headers whose lengths fit one byte and whose keys were
+                # seen before; anything else goes to _read_headers, which checks it all.
+                p = pos + 1
+                found: list[tuple[str, bytes | None]] = []
+                for _ in range(b >> 1):
+                    if p >= rec_end:
+                        break
+                    c = buf[p]
+                    if c >= 0x80 or c & 1:
+                        break
+                    q = p + 1 + (c >> 1)
+                    hkey = hkeys.get(buf[p + 1 : q])
+                    if hkey is None:
+                        break
+                    c = buf[q]
+                    if c == 1:
+                        found.append((hkey, None))
+                        p = q + 1
+                    elif c >= 0x80 or c & 1:
+                        break
+                    else:
+                        p = q + 1 + (c >> 1)
+                        found.append((hkey, buf[q + 1 : p]))
+                else:
+                    if p <= rec_end:
+                        headers = tuple(found)
+                        pos = p
+            if headers is None:
+                headers, pos = _read_headers(buf, pos, rec_end, offset)
         if pos != rec_end:
             raise _Corrupt(
                 f"record at offset {offset} has length {length} but its fields take "
@@ -560,7 +596,10 @@ def _read_headers(
         size, pos = read_varint(buf, pos)
         if size < 0 or size > rec_end - pos:
             raise _Corrupt(f"record at offset {offset} has a header key of length {size}")
-        key = buf[pos : pos + size].decode("utf-8", "surrogateescape")
+        raw = buf[pos : pos + size]
+        key = raw.decode("utf-8", "surrogateescape")
+        if len(_HEADER_KEYS) < _HEADER_KEYS_MAX:
+            _HEADER_KEYS[raw] = key
         pos += size
         size, pos = read_varint(buf, pos)
         if size < 0:
