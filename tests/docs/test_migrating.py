@@ -40,9 +40,9 @@ def test_every_method_difference_is_documented() -> None:
     for name in ours & theirs:
         a, b = getattr(rackafka.AIOKafkaConsumer, name), getattr(aiokafka.AIOKafkaConsumer, name)
         if callable(a) and callable(b):
-            assert list(inspect.signature(a).parameters) == list(
-                inspect.signature(b).parameters
-            ), name
+            assert list(inspect.signature(a).parameters) == list(inspect.signature(b).parameters), (
+                name
+            )
 
 
 def test_every_missing_top_level_name_is_documented() -> None:
