@@ -534,7 +534,28 @@ def _decode_scalar(
             pos += 1
         else:
             headers = None
-            if b < 0x80 and not b & 1:
+            if b == 4:
+                # Two headers (the commonest case: trace context and content type) with
+                # one-byte lengths, known keys and non-null values, in straight-line code.
+                c = buf[pos + 1]
+                if c < 0x80 and not c & 1:
+                    q = pos + 2 + (c >> 1)
+                    k1 = hkeys.get(buf[pos + 2 : q])
+                    c = buf[q]
+                    if k1 is not None and c < 0x80 and not c & 1:
+                        p = q + 1 + (c >> 1)
+                        v1 = buf[q + 1 : p]
+                        c = buf[p]
+                        if c < 0x80 and not c & 1:
+                            q = p + 1 + (c >> 1)
+                            k2 = hkeys.get(buf[p + 1 : q])
+                            c = buf[q]
+                            if k2 is not None and c < 0x80 and not c & 1:
+                                p = q + 1 + (c >> 1)
+                                if p <= rec_end:
+                                    headers = ((k1, v1), (k2, buf[q + 1 : p]))
+                                    pos = p
+            if headers is None and b < 0x80 and not b & 1:
                 # Fast path: a few headers whose lengths fit one byte and whose keys were
                 # seen before; anything else goes to _read_headers, which checks it all.
                 p = pos + 1
