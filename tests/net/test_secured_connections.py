@@ -479,3 +479,36 @@ async def test_sasl_against_the_embedded_plaintext_cluster_is_refused(
             await consumer.start()
     finally:
         await consumer.stop()
+
+
+async def test_group_start_ends_when_the_coordinator_refuses_the_login(
+    pki: dict[str, Any],
+) -> None:
+    """Bootstrap authenticates, then the coordinator's connection is refused: start()
+    raises the refusal instead of waiting for an assignment forever."""
+    sasl = SaslBroker()
+    broker = await fake_broker(pki, sasl)
+    original = sasl.authenticate
+
+    def refuse_after_the_first(b: FakeBroker, request: FakeRequest) -> Any:
+        sasl.refuse = bool(sasl.authentications)  # the first connection gets in
+        return original(b, request)
+
+    broker.handlers["SaslAuthenticate"] = refuse_after_the_first
+    consumer = secured(
+        broker,
+        pki,
+        group_id="g",
+        sasl_mechanism="PLAIN",
+        sasl_plain_username="alice",
+        sasl_plain_password=PASSWORD,
+    )
+    consumer.subscribe(["t"])
+    try:
+        started = time.monotonic()
+        with pytest.raises(SaslAuthenticationFailed):
+            await asyncio.wait_for(consumer.start(), WAIT)
+        assert time.monotonic() - started < 10
+    finally:
+        await consumer.stop()
+        await broker.close()

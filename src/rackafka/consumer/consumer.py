@@ -450,6 +450,8 @@ class AIOKafkaConsumer(Generic[KT, VT]):
 
         Raises:
             KafkaConnectionError: no bootstrap server could be reached.
+            AuthenticationFailedError: a broker refused the login or the TLS handshake
+                (also while waiting for the group's first assignment).
         """
         if self._closed:
             raise IllegalStateError("the consumer was stopped; create a new one")
@@ -479,9 +481,14 @@ class AIOKafkaConsumer(Generic[KT, VT]):
                 # As aiokafka: start() returns once the first assignment is known and
                 # the listener has seen it, so that assignment(), position() and seek()
                 # work right after it.
-                await self._coordinator.wait_for_assignment(None)
+                while not await self._coordinator.wait_for_assignment(0.25):
+                    # Not forever: a refused login or a fatal group error ends the wait.
+                    failure = self._client.take_auth_failure()
+                    if failure is not None:
+                        raise failure
+                    self._coordinator.polled()  # raises a fatal group error, if any
                 await self._coordinator.wait_for_listener(None)
-                self._coordinator.polled()  # raises a fatal group error, if any
+                self._coordinator.polled()
                 return
         elif self._subs.topics or self._pattern is not None:  # subscribe() before start()
             self._client.add_topics(self._subs.topics)
