@@ -53,6 +53,9 @@ log = logging.getLogger("rackafka.consumer")
 
 # Defaults (PEP 696): a consumer without deserializers is an AIOKafkaConsumer[bytes, bytes]
 # without an annotation.
+#: ``client_rack`` value that asks rackafka to find its zone (see :mod:`rackafka.zones`).
+AUTO_RACK = "auto"
+
 KT = TypeVar("KT", default=bytes)
 VT = TypeVar("VT", default=bytes)
 
@@ -142,7 +145,10 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         bootstrap_servers: ``host[:port]`` string or list of them to bootstrap
             from.  Default: ``localhost:9092``.
         client_id: a name sent in every request.  Default: ``rackafka-<version>``.
-        client_rack: the rack (availability zone) of this consumer, sent in
+        client_rack: ``"auto"`` finds it (``RACKAFKA_CLIENT_RACK``, else the zone the
+            environment or the cloud metadata service names that is a broker's rack; see
+            ``rackafka.zones``; the choice is in ``rack_decision`` after ``start()``).
+            Otherwise the rack (availability zone) of this consumer, sent in
             Fetch requests so that the leader can name a replica in the same
             rack.  Default: ``None`` (read from leaders unless a broker's
             replica selector names another replica anyway).
@@ -391,6 +397,8 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             security=security,
         )
         self._client_rack = client_rack
+        #: With ``client_rack="auto"``: what was decided and why (after :meth:`start`).
+        self.rack_decision: Any = None
         self._request_timeout = request_timeout_ms / 1000
         self._retry_backoff = retry_backoff_ms / 1000
         self._max_poll_records = max_poll_records
@@ -458,6 +466,8 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         if self._started:
             return
         await self._client.bootstrap_cluster()
+        if self._client_rack == AUTO_RACK:
+            await self._resolve_auto_rack()
         self._fetcher = Fetcher(self._client, self._subs, **self._fetcher_args)
         self._client.auth_failure_listeners.append(_weak(self._auth_failed))
         # Callbacks given to long-lived tasks hold the consumer weakly: a consumer that is
@@ -520,6 +530,34 @@ class AIOKafkaConsumer(Generic[KT, VT]):
     def __del__(self, _warnings: Any = warnings) -> None:
         if getattr(self, "_started", False) and not getattr(self, "_closed", True):
             _warnings.warn(f"Unclosed AIOKafkaConsumer {self!r}", ResourceWarning, stacklevel=1)
+
+    async def _resolve_auto_rack(self) -> None:
+        """``client_rack="auto"``: ``RACKAFKA_CLIENT_RACK`` when set, else the detected
+        zone string that is a broker's rack (see :mod:`rackafka.zones`)."""
+        import os
+
+        from rackafka.zones import CLIENT_RACK_ENV, RackDecision, choose_rack, detect_candidates
+
+        racks = [b.rack for b in self._client.cluster.brokers.values()]
+        forced = os.environ.get(CLIENT_RACK_ENV, "").strip()
+        if forced:
+            decision = RackDecision(forced, f"environment {CLIENT_RACK_ENV}")
+        else:
+            decision = choose_rack(await detect_candidates(), racks)
+            if decision.rack is None:
+                log.warning(
+                    "client_rack='auto': %s (candidates: %s; broker racks: %s): "
+                    "reading from the leaders. Set client_rack or %s to one of the racks",
+                    decision.notes[0] if decision.notes else "no rack",
+                    ", ".join(f"{c.value} ({c.source})" for c in decision.candidates) or "none",
+                    ", ".join(decision.broker_racks) or "none",
+                    CLIENT_RACK_ENV,
+                )
+        log.info("client_rack='auto' chose %r (%s)", decision.rack, decision.source)
+        self.rack_decision = decision
+        self._client_rack = decision.rack
+        self._fetcher_args["client_rack"] = decision.rack
+        self._group_args["client_rack"] = decision.rack
 
     def _auth_failed(self, _exc: BaseException) -> None:
         if self._fetcher is not None:

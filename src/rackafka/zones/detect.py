@@ -1,0 +1,253 @@
+"""Candidate zone strings from the environment and the cloud metadata services.
+
+Each source has a short timeout and runs in a worker thread (never on the event loop);
+a source that is absent, slow or answers garbage gives nothing and says why at DEBUG.
+Endpoints honour the variables the platforms and their SDKs use
+(``AWS_EC2_METADATA_SERVICE_ENDPOINT``, ``ECS_CONTAINER_METADATA_URI_V4``,
+``AWS_LAMBDA_METADATA_API``, ``GCE_METADATA_HOST``) and ``RACKAFKA_AZURE_IMDS_ENDPOINT``,
+so tests point every one of them at a fake on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import re
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+#: Set, it is the rack: no detection.
+CLIENT_RACK_ENV = "RACKAFKA_CLIENT_RACK"
+#: Other variables deployments commonly set to the zone (checked in this order).
+ZONE_ENV = ("KAFKA_CLIENT_RACK", "CLIENT_RACK", "TOPOLOGY_ZONE", "NODE_ZONE")
+#: A Kubernetes downward-API file of pod labels (``key="value"`` lines).
+PODINFO_LABELS_ENV = "RACKAFKA_PODINFO_LABELS"
+PODINFO_LABELS_DEFAULT = "/etc/podinfo/labels"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+_AWS_IMDS = "http://169.254.169.254"
+_GCE_HOST = "metadata.google.internal"
+_AZURE_IMDS = "http://169.254.169.254"
+_LAMBDA_PATH = "/2026-01-15/metadata/execution-environment"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A zone string and where it came from (``"aws-imds availability-zone-id"``...)."""
+
+    value: str
+    source: str
+
+
+@dataclass(frozen=True)
+class RackDecision:
+    """What ``client_rack="auto"`` decided, and why."""
+
+    rack: str | None
+    source: str
+    candidates: tuple[Candidate, ...] = ()
+    broker_racks: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+
+def _http(url: str, headers: Mapping[str, str], timeout: float, method: str = "GET") -> str:
+    request = urllib.request.Request(url, headers=dict(headers), method=method)
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never a proxy
+    with opener.open(request, timeout=timeout) as response:
+        return str(response.read(65536).decode("utf-8", "replace"))
+
+
+def _env_sources(environ: Mapping[str, str]) -> list[Candidate]:
+    out = []
+    for name in ZONE_ENV:
+        value = environ.get(name, "").strip()
+        if _ok(value):
+            out.append(Candidate(value, f"environment {name}"))
+    return out
+
+
+def _podinfo(environ: Mapping[str, str]) -> list[Candidate]:
+    path = environ.get(PODINFO_LABELS_ENV, PODINFO_LABELS_DEFAULT)
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read(65536)
+    except OSError:
+        return []
+    for line in text.splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == ZONE_LABEL:
+            value = value.strip().strip('"')
+            if _ok(value):
+                return [Candidate(value, f"kubernetes label {ZONE_LABEL} ({path})")]
+    return []
+
+
+def _aws_imds(environ: Mapping[str, str], timeout: float) -> list[Candidate]:
+    if environ.get("AWS_EC2_METADATA_DISABLED", "").lower() == "true":
+        return []
+    base = environ.get("AWS_EC2_METADATA_SERVICE_ENDPOINT", _AWS_IMDS).rstrip("/")
+    try:
+        token = _http(
+            base + "/latest/api/token",
+            {"X-aws-ec2-metadata-token-ttl-seconds": "60"},
+            timeout,
+            method="PUT",
+        ).strip()
+    except (OSError, urllib.error.URLError) as exc:
+        # In a pod, a hop limit of 1 drops the answer: it times out instead of failing.
+        log.debug("EC2 IMDSv2 token: %s (no EC2 metadata, or a hop limit of 1 in a pod)", exc)
+        return []
+    out = []
+    for path, what in (
+        ("/latest/meta-data/placement/availability-zone-id", "availability-zone-id"),
+        ("/latest/meta-data/placement/availability-zone", "availability-zone"),
+    ):
+        try:
+            value = _http(base + path, {"X-aws-ec2-metadata-token": token}, timeout).strip()
+        except (OSError, urllib.error.URLError) as exc:
+            log.debug("EC2 IMDS %s: %s", what, exc)
+            continue
+        if _ok(value):
+            out.append(Candidate(value, f"aws-imds {what}"))
+    return out
+
+
+def _ecs(environ: Mapping[str, str], timeout: float) -> list[Candidate]:
+    base = environ.get("ECS_CONTAINER_METADATA_URI_V4")
+    if not base:
+        return []
+    try:
+        data = json.loads(_http(base.rstrip("/") + "/task", {}, timeout))
+    except (OSError, urllib.error.URLError, ValueError) as exc:
+        log.debug("ECS task metadata: %s", exc)
+        return []
+    value = data.get("AvailabilityZone") if isinstance(data, dict) else None
+    return [Candidate(str(value), "ecs task metadata AvailabilityZone")] if _ok(value) else []
+
+
+def _lambda(environ: Mapping[str, str], timeout: float) -> list[Candidate]:
+    address = environ.get("AWS_LAMBDA_METADATA_API")
+    token = environ.get("AWS_LAMBDA_METADATA_TOKEN", "")
+    if not address:
+        return []
+    try:
+        data = json.loads(
+            _http(f"http://{address}{_LAMBDA_PATH}", {"Authorization": f"Bearer {token}"}, timeout)
+        )
+    except (OSError, urllib.error.URLError, ValueError) as exc:
+        log.debug("Lambda metadata: %s", exc)
+        return []
+    value = data.get("AvailabilityZoneID") if isinstance(data, dict) else None
+    return [Candidate(str(value), "lambda metadata AvailabilityZoneID")] if _ok(value) else []
+
+
+def _gce(environ: Mapping[str, str], timeout: float) -> list[Candidate]:
+    host = environ.get("GCE_METADATA_HOST", _GCE_HOST)
+    try:
+        text = _http(
+            f"http://{host}/computeMetadata/v1/instance/zone",
+            {"Metadata-Flavor": "Google"},
+            timeout,
+        ).strip()
+    except (OSError, urllib.error.URLError) as exc:
+        log.debug("GCE metadata: %s", exc)
+        return []
+    value = text.rsplit("/", 1)[-1]  # projects/123/zones/europe-west1-b
+    return [Candidate(value, "gce metadata instance/zone")] if _ok(value) else []
+
+
+def _azure(environ: Mapping[str, str], timeout: float) -> list[Candidate]:
+    base = environ.get("RACKAFKA_AZURE_IMDS_ENDPOINT", _AZURE_IMDS).rstrip("/")
+    try:
+        data = json.loads(
+            _http(
+                base + "/metadata/instance/compute?api-version=2021-02-01",
+                {"Metadata": "true"},
+                timeout,
+            )
+        )
+    except (OSError, urllib.error.URLError, ValueError) as exc:
+        log.debug("Azure IMDS: %s", exc)
+        return []
+    if not isinstance(data, dict):
+        return []
+    zone, location = str(data.get("zone") or ""), str(data.get("location") or "")
+    out = []
+    if location and zone:
+        out.append(Candidate(f"{location}-{zone}", "azure imds location-zone"))
+    if zone:
+        out.append(Candidate(zone, "azure imds zone"))
+    return [c for c in out if _ok(c.value)]
+
+
+_ZONE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,62}\Z")
+
+
+def _ok(value: Any) -> bool:
+    """A plausible zone or rack string (``use1-az1``, ``us-east-1a``, ``westeurope-2``)."""
+    return isinstance(value, str) and _ZONE.match(value) is not None
+
+
+#: The network sources, in order of preference.
+NETWORK_SOURCES: tuple[Callable[[Mapping[str, str], float], list[Candidate]], ...] = (
+    _lambda,
+    _ecs,
+    _aws_imds,
+    _gce,
+    _azure,
+)
+
+
+async def detect_candidates(
+    environ: Mapping[str, str] | None = None, *, timeout: float = 1.0
+) -> list[Candidate]:
+    """Every candidate zone string, environment first, then the metadata services (all
+    asked at once, each in a worker thread with ``timeout`` seconds)."""
+    env = os.environ if environ is None else environ
+    out = _env_sources(env) + _podinfo(env)
+    results = await asyncio.gather(
+        *(asyncio.to_thread(source, env, timeout) for source in NETWORK_SOURCES),
+        return_exceptions=True,
+    )
+    for result in results:
+        if isinstance(result, BaseException):
+            log.debug("zone source failed: %r", result)
+        else:
+            out.extend(result)
+    seen: set[str] = set()
+    unique = []
+    for c in out:
+        if c.value not in seen:
+            seen.add(c.value)
+            unique.append(c)
+    return unique
+
+
+def choose_rack(
+    candidates: Iterable[Candidate], broker_racks: Iterable[str | None]
+) -> RackDecision:
+    """The first candidate that is a broker's rack; else no rack (leaders are read).
+
+    Matching is exact, then case-insensitive: Strimzi copies node labels as they are.
+    """
+    cands = tuple(candidates)
+    racks = tuple(sorted({r for r in broker_racks if r}))
+    for c in cands:
+        if c.value in racks:
+            return RackDecision(c.value, c.source, cands, racks)
+    lowered = {r.lower(): r for r in racks}
+    for c in cands:
+        if c.value.lower() in lowered:
+            return RackDecision(lowered[c.value.lower()], c.source, cands, racks)
+    note = (
+        "no candidate zone matches a broker rack"
+        if cands
+        else "no zone found in the environment or the metadata services"
+    )
+    return RackDecision(None, "none", cands, racks, (note,))

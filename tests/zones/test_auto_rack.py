@@ -1,0 +1,90 @@
+"""``AIOKafkaConsumer(client_rack="auto")`` against the embedded 3-rack cluster, with every
+metadata service pointed at a dead loopback port (nothing leaves the machine)."""
+
+from __future__ import annotations
+
+import logging
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rackafka import AIOKafkaConsumer
+from rackafka.testing import EmbeddedCluster
+
+
+def _dead() -> str:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return f"127.0.0.1:{port}"
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in (
+        "RACKAFKA_CLIENT_RACK",
+        "KAFKA_CLIENT_RACK",
+        "CLIENT_RACK",
+        "TOPOLOGY_ZONE",
+        "NODE_ZONE",
+        "ECS_CONTAINER_METADATA_URI_V4",
+        "AWS_LAMBDA_METADATA_API",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", f"http://{_dead()}")
+    monkeypatch.setenv("GCE_METADATA_HOST", _dead())
+    monkeypatch.setenv("RACKAFKA_AZURE_IMDS_ENDPOINT", f"http://{_dead()}")
+    monkeypatch.setenv("RACKAFKA_PODINFO_LABELS", str(tmp_path / "none"))
+
+
+async def _start(cluster: EmbeddedCluster) -> AIOKafkaConsumer[Any, Any]:
+    consumer: AIOKafkaConsumer[Any, Any] = AIOKafkaConsumer(
+        bootstrap_servers=cluster.bootstrap_servers, client_rack="auto"
+    )
+    await consumer.start()
+    return consumer
+
+
+async def test_the_environment_variable_wins(
+    embedded_cluster: EmbeddedCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RACKAFKA_CLIENT_RACK", "az-b")
+    consumer = await _start(embedded_cluster)
+    try:
+        assert consumer.client_rack == "az-b"
+        assert consumer.rack_decision.source == "environment RACKAFKA_CLIENT_RACK"
+    finally:
+        await consumer.stop()
+
+
+async def test_a_detected_zone_that_is_a_broker_rack_is_chosen(
+    embedded_cluster: EmbeddedCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KAFKA_CLIENT_RACK", "az-c")
+    consumer = await _start(embedded_cluster)
+    try:
+        assert consumer.client_rack == "az-c"
+        assert consumer.rack_decision.broker_racks == ("az-a", "az-b", "az-c")
+        assert consumer.fetch_stats().client_rack == "az-c"
+    finally:
+        await consumer.stop()
+
+
+async def test_no_match_reads_leaders_with_one_clear_warning(
+    embedded_cluster: EmbeddedCluster,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setenv("KAFKA_CLIENT_RACK", "europe-west1-b")
+    caplog.set_level(logging.WARNING, logger="rackafka")
+    consumer = await _start(embedded_cluster)
+    try:
+        assert consumer.client_rack is None
+        warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        assert len(warnings) == 1
+        assert "europe-west1-b" in warnings[0] and "az-a, az-b, az-c" in warnings[0]
+    finally:
+        await consumer.stop()
