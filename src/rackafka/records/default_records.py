@@ -3,7 +3,9 @@
 This module is the consumer's hot path.  Two decoders share the work:
 
 * a scalar loop that decodes one record after the other, with the common one- and
-  two-byte varints read inline through lookup tables, and
+  two-byte varints read inline through lookup tables, and header blocks cut up by one
+  ``struct`` call when a block of the same length had the same keys and lengths before
+  (the structure bytes are compared, never assumed), and
 * a "column" decoder for runs of records that all have the same layout (same size, same
   key and value lengths, no headers, one-byte timestamp delta, consecutive offset
   deltas), which is what most producers write.  It checks that layout for a whole run
@@ -75,6 +77,26 @@ _EMPTY: tuple[()] = ()
 _HEADER_KEYS: dict[bytes, str] = {}
 _HEADER_KEYS_MAX = 4096
 _NO_RUN: tuple[int, int, tuple[Any, ...]] = (0, 0, ())
+
+
+#: A header block layout: ``(count, unpack, structure[0], structure[1], keys[0], keys[1],
+#: structure, keys)``.  ``unpack`` cuts a block of the learned length into ``count`` pairs
+#: of (structure, value), where ``structure`` is the bytes before each value (the header
+#: count for the first, then the key length, the key and the value length); they must
+#: equal the learned ones for the values to be taken as they are.
+_HeaderLayout = tuple[
+    int, Callable[..., Any], bytes, bytes, str, str, tuple[bytes, ...], tuple[str, ...]
+]
+
+
+#: Header block layouts by the block's length in bytes.  A layout is learned the second
+#: time a block length is seen (a topic whose header values change length all the time
+#: does not pay for learning on every record); a block of that length whose structure
+#: differs is decoded by the general path.
+_HEADER_LAYOUTS: dict[int, _HeaderLayout] = {}
+_LAYOUT_SEEN: set[int] = set()
+_HEADER_LAYOUTS_MAX = 256
+_LAYOUT_MAX_HEADERS = 8
 _ZEROS1 = [0] * 128
 _ZEROS2 = [[0] * 128] * 256
 _BLOCK = 64  # records per struct format in _column
@@ -407,7 +429,7 @@ def _backwards(offset: int, prev: int) -> _Corrupt:
     return _Corrupt(f"record offset {offset} does not follow offset {prev}: offsets go backwards")
 
 
-_PARSE_ERRORS = (IndexError, VarintError)
+_PARSE_ERRORS = (IndexError, VarintError, struct.error)
 
 
 def _past_end(count: int) -> _Corrupt:
@@ -433,7 +455,7 @@ def _decode_scalar(
     zz = ZIGZAG1
     zz2 = ZIGZAG2
     rv = read_varint
-    hkeys = _HEADER_KEYS
+    layouts_get = _HEADER_LAYOUTS.get
     # Timestamp deltas are read through their own tables: with LogAppendTime, tables of
     # zeros added to the log append time, so that the loop has no test for it.
     tz = zz
@@ -533,58 +555,28 @@ def _decode_scalar(
             headers: tuple[tuple[str, bytes | None], ...] | None = _EMPTY
             pos += 1
         else:
+            # A header block of a length seen before: one struct call cuts it up, and a
+            # comparison or two checks that its lengths and keys are the learned ones.
             headers = None
-            if b == 4:
-                # Two headers (the commonest case: trace context and content type) with
-                # one-byte lengths, known keys and non-null values, in straight-line code.
-                c = buf[pos + 1]
-                if c < 0x80 and not c & 1:
-                    q = pos + 2 + (c >> 1)
-                    k1 = hkeys.get(buf[pos + 2 : q])
-                    c = buf[q]
-                    if k1 is not None and c < 0x80 and not c & 1:
-                        p = q + 1 + (c >> 1)
-                        v1 = buf[q + 1 : p]
-                        c = buf[p]
-                        if c < 0x80 and not c & 1:
-                            q = p + 1 + (c >> 1)
-                            k2 = hkeys.get(buf[p + 1 : q])
-                            c = buf[q]
-                            if k2 is not None and c < 0x80 and not c & 1:
-                                p = q + 1 + (c >> 1)
-                                if p <= rec_end:
-                                    headers = ((k1, v1), (k2, buf[q + 1 : p]))
-                                    pos = p
-            if headers is None and b < 0x80 and not b & 1:
-                # Fast path: a few headers whose lengths fit one byte and whose keys were
-                # seen before; anything else goes to _read_headers, which checks it all.
-                p = pos + 1
-                found: list[tuple[str, bytes | None]] = []
-                for _ in range(b >> 1):
-                    if p >= rec_end:
-                        break
-                    c = buf[p]
-                    if c >= 0x80 or c & 1:
-                        break
-                    q = p + 1 + (c >> 1)
-                    hkey = hkeys.get(buf[p + 1 : q])
-                    if hkey is None:
-                        break
-                    c = buf[q]
-                    if c == 1:
-                        found.append((hkey, None))
-                        p = q + 1
-                    elif c >= 0x80 or c & 1:
-                        break
-                    else:
-                        p = q + 1 + (c >> 1)
-                        found.append((hkey, buf[q + 1 : p]))
+            layout = layouts_get(rec_end - pos)
+            if layout is not None:
+                count, unpack, e0, e1, k0, k1, structure, keys = layout
+                if count == 2:
+                    s0, v1, s1, v2 = unpack(buf, pos)
+                    if s0 == e0 and s1 == e1:
+                        headers = ((k0, v1), (k1, v2))
+                elif count == 1:
+                    s0, v1 = unpack(buf, pos)
+                    if s0 == e0:
+                        headers = ((k0, v1),)
                 else:
-                    if p <= rec_end:
-                        headers = tuple(found)
-                        pos = p
+                    parts = unpack(buf, pos)
+                    if parts[0::2] == structure:
+                        headers = tuple(zip(keys, parts[1::2]))
             if headers is None:
-                headers, pos = _read_headers(buf, pos, rec_end, offset)
+                headers, pos = _headers(buf, pos, rec_end, offset)
+            else:
+                pos = rec_end
         if pos != rec_end:
             raise _Corrupt(
                 f"record at offset {offset} has length {length} but its fields take "
@@ -604,6 +596,48 @@ def _decode_scalar(
             )
         )
     return pos, prev
+
+
+def _headers(
+    buf: bytes, pos: int, rec_end: int, offset: int
+) -> tuple[tuple[tuple[str, bytes | None], ...], int]:
+    """The header block at ``pos`` when no learned layout fits it, and the end position."""
+    b = buf[pos]
+    if b < 0x80 and not b & 1:
+        # A few headers whose lengths fit one byte and whose keys were seen before;
+        # anything else goes to _read_headers, which checks it all.
+        hkeys = _HEADER_KEYS
+        p = pos + 1
+        found: list[tuple[str, bytes | None]] = []
+        for _ in range(b >> 1):
+            if p >= rec_end:
+                break
+            c = buf[p]
+            if c >= 0x80 or c & 1:
+                break
+            q = p + 1 + (c >> 1)
+            hkey = hkeys.get(buf[p + 1 : q])
+            if hkey is None:
+                break
+            c = buf[q]
+            if c == 1:
+                found.append((hkey, None))
+                p = q + 1
+            elif c >= 0x80 or c & 1:
+                break
+            else:
+                p = q + 1 + (c >> 1)
+                found.append((hkey, buf[q + 1 : p]))
+        else:
+            if p <= rec_end:
+                headers = tuple(found)
+                if p == rec_end:
+                    _learn_layout(buf, pos, rec_end, headers)
+                return headers, p
+    headers, end = _read_headers(buf, pos, rec_end, offset)
+    if end == rec_end:
+        _learn_layout(buf, pos, rec_end, headers)
+    return headers, end
 
 
 def _read_headers(
@@ -634,6 +668,47 @@ def _read_headers(
             pos += size
         headers.append((key, value))
     return tuple(headers), pos
+
+
+def _learn_layout(
+    buf: bytes, start: int, end: int, headers: tuple[tuple[str, bytes | None], ...]
+) -> None:
+    """Learn the layout of the valid header block ``buf[start:end]`` that holds ``headers``."""
+    size = end - start
+    if size in _HEADER_LAYOUTS or not 0 < len(headers) <= _LAYOUT_MAX_HEADERS:
+        return
+    if size not in _LAYOUT_SEEN:
+        if len(_LAYOUT_SEEN) >= _HEADER_LAYOUTS_MAX * 4:
+            _LAYOUT_SEEN.clear()
+        _LAYOUT_SEEN.add(size)
+        return
+    structure = []
+    fmt = [">"]
+    _, pos = read_varint(buf, start)
+    chunk = start
+    for _key, value in headers:
+        if value is None:
+            return  # null values stay with the general path
+        key_size, pos = read_varint(buf, pos)
+        _, pos = read_varint(buf, pos + key_size)
+        structure.append(buf[chunk:pos])
+        fmt.append(f"{pos - chunk}s{len(value)}s")
+        chunk = pos = pos + len(value)
+    if pos != end:
+        return
+    if len(_HEADER_LAYOUTS) >= _HEADER_LAYOUTS_MAX:
+        _HEADER_LAYOUTS.clear()
+    keys = tuple(key for key, _ in headers)
+    _HEADER_LAYOUTS[size] = (
+        len(keys),
+        struct.Struct("".join(fmt)).unpack_from,
+        structure[0],
+        structure[1] if len(structure) > 1 else b"",
+        keys[0],
+        keys[1] if len(keys) > 1 else "",
+        tuple(structure),
+        keys,
+    )
 
 
 def _decode_run(
