@@ -436,6 +436,15 @@ class EmbeddedCluster(_ClientMixin):
         session_lifetime_ms: the SASL session lifetime (KIP-368) the front grants.
         require_client_cert: mutual TLS.
         oauth_validator: ``validator(token, extensions) -> bool`` for OAUTHBEARER.
+        replica_selector: ``"rack-aware"``: the brokers select a preferred read replica
+            for each client by the ``rack_id`` of its Fetch requests, as Kafka's
+            ``RackAwareReplicaSelector`` does, so consumers in different racks each read
+            their own rack's replica (KIP-392). Clients then connect through a
+            :class:`~rackafka.testing.SecureFront` that plays the selector (PLAINTEXT
+            unless ``security_protocol`` says otherwise); :attr:`front` ``.stats`` counts
+            the bytes each broker served to each client rack. Do not combine it with
+            :meth:`emulate_rack_aware_selector` or :meth:`set_preferred_read_replica`,
+            which set one hint for every client.
 
     Raises:
         ConfluentKafkaMissingError: (an :class:`ImportError`) confluent-kafka is not installed.
@@ -456,6 +465,7 @@ class EmbeddedCluster(_ClientMixin):
         session_lifetime_ms: int | None = None,
         require_client_cert: bool = False,
         oauth_validator: Any = None,
+        replica_selector: str | None = None,
     ) -> None:
         if isinstance(brokers, bool) or not isinstance(brokers, int) or brokers < 1:
             raise ValueError(f"brokers must be an int >= 1, got {brokers!r}")
@@ -483,10 +493,15 @@ class EmbeddedCluster(_ClientMixin):
         self._selector: tuple[str, frozenset[str] | None, bool] | None = None
         self._original_versions: dict[int, tuple[int, int]] = {}
         self._front_options: dict[str, Any] | None = None
-        if security_protocol != "PLAINTEXT":
-            if security_protocol not in ("SSL", "SASL_PLAINTEXT", "SASL_SSL"):
+        if replica_selector is not None and replica_selector != "rack-aware":
+            raise ValueError(
+                f"replica_selector must be 'rack-aware' or None, not {replica_selector!r}"
+            )
+        if security_protocol != "PLAINTEXT" or replica_selector is not None:
+            if security_protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
                 raise ValueError(f"unknown security_protocol {security_protocol!r}")
             self._front_options = {
+                "replica_selector": replica_selector,
                 "security_protocol": security_protocol,
                 "sasl_mechanisms": sasl_mechanisms,
                 "users": users,
@@ -551,6 +566,8 @@ class EmbeddedCluster(_ClientMixin):
 
                     self._front = SecureFront(
                         {n: (b.host, b.port) for n, b in self._brokers.items()},
+                        racks={n: b.rack for n, b in self._brokers.items()},
+                        down_brokers=self._down,
                         **self._front_options,
                     ).start()
             except BaseException:

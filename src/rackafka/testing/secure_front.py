@@ -26,23 +26,38 @@ from typing import Any
 
 from rackafka.protocol import frames
 from rackafka.protocol.apis.api_versions import API_VERSIONS
+from rackafka.protocol.apis.fetch import FETCH
 from rackafka.protocol.apis.find_coordinator import FIND_COORDINATOR
 from rackafka.protocol.apis.metadata import METADATA
 from rackafka.protocol.apis.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE
-from rackafka.protocol.schema import Api
+from rackafka.protocol.schema import UUID_ZERO, Api
 
-__all__ = ["SECURITY_PROTOCOLS", "SASL_MECHANISMS", "FrontStats", "SecureFront"]
+__all__ = [
+    "REPLICA_SELECTORS",
+    "SECURITY_PROTOCOLS",
+    "SASL_MECHANISMS",
+    "FrontStats",
+    "SecureFront",
+]
 
 log = logging.getLogger(__name__)
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 #: The mechanisms the front can authenticate.
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+#: The replica selectors the front can play (``replica.selector.class`` on a broker).
+REPLICA_SELECTORS = ("rack-aware",)
 
 _SIZE = struct.Struct(">i")
 _UNSUPPORTED_SASL_MECHANISM = 33
 _ILLEGAL_SASL_STATE = 34
 _UNSUPPORTED_VERSION = 35
+_UNKNOWN_TOPIC_OR_PARTITION = 3
+_NOT_LEADER_OR_FOLLOWER = 6
+_UNKNOWN_TOPIC_ID = 100
+_RACK_AWARE_FETCH = 11  # Fetch v11 added rack_id and preferred_read_replica (KIP-392)
+_TOPIC_ID_FETCH = 13
+_METADATA_MAX_AGE = 0.5  # seconds the rack-aware selector trusts its view of the replicas
 _SASL_AUTHENTICATION_FAILED = 58
 #: Highest versions let through: Fetch v16 and Produce v10 name brokers in
 #: ``node_endpoints`` (KIP-951), which the front would have to rewrite in every response.
@@ -88,6 +103,25 @@ class FrontStats:
     oauth_extensions: list[dict[str, str]] = field(default_factory=list)
     #: The principals that authenticated, in order.
     principals: list[str] = field(default_factory=list)
+    #: With a replica selector: record bytes served in Fetch responses, by (the broker
+    #: whose listener served them, the ``rack_id`` of the request).
+    fetch_bytes: dict[tuple[int, str], int] = field(default_factory=dict)
+    #: With a replica selector: partitions for which a leader named a preferred read
+    #: replica, by (that replica, the ``rack_id`` of the request).
+    preferred_replicas: dict[tuple[int, str], int] = field(default_factory=dict)
+
+    def cross_rack_bytes(self, racks: Mapping[int, str | None]) -> int:
+        """Fetched record bytes served by a broker outside the requesting client's rack
+        (requests without ``rack_id`` are not counted), given each broker's rack."""
+        return sum(
+            n for (node, rack), n in self.fetch_bytes.items() if rack and racks.get(node) != rack
+        )
+
+    def same_rack_bytes(self, racks: Mapping[int, str | None]) -> int:
+        """Fetched record bytes served by a broker in the requesting client's rack."""
+        return sum(
+            n for (node, rack), n in self.fetch_bytes.items() if rack and racks.get(node) == rack
+        )
 
     @property
     def total_authentications(self) -> int:
@@ -172,6 +206,17 @@ class SecureFront:
             front's CA (:attr:`client_cert_file`, :attr:`client_key_file`).
         oauth_validator: ``validator(token, extensions) -> bool`` for OAUTHBEARER;
             default: any non-empty token.
+        replica_selector: ``"rack-aware"`` plays a broker with Kafka's
+            ``RackAwareReplicaSelector`` for every client separately: a leader answering a
+            Fetch (v11+) whose ``rack_id`` names a rack with another in-sync replica names
+            that replica as ``preferred_read_replica`` (and returns no records for the
+            partition, as Kafka does); any replica of a partition serves it to consumers.
+            The brokers behind the front must not name preferred replicas themselves.
+            Fetch sessions are declined (every Fetch is a full one).
+        racks: ``{node_id: rack}`` of the brokers, for the selector (default: the racks
+            the brokers give in Metadata).
+        down_brokers: a set of broker ids that are down, kept up to date by the owner;
+            the selector never names them.
 
     Use it as a context manager (``with`` or ``async with``), or :meth:`start` and
     :meth:`close`. It serves from a thread of its own, so that synchronous clients
@@ -192,7 +237,15 @@ class SecureFront:
         session_lifetime_ms: int | None = None,
         require_client_cert: bool = False,
         oauth_validator: OAuthValidator | None = None,
+        replica_selector: str | None = None,
+        racks: Mapping[int, str | None] | None = None,
+        down_brokers: set[int] | frozenset[int] | None = None,
     ) -> None:
+        if replica_selector is not None and replica_selector not in REPLICA_SELECTORS:
+            raise ValueError(
+                f"replica_selector must be one of {REPLICA_SELECTORS} or None, "
+                f"not {replica_selector!r}"
+            )
         if security_protocol not in SECURITY_PROTOCOLS:
             raise ValueError(
                 f"security_protocol must be one of {', '.join(SECURITY_PROTOCOLS)}, "
@@ -213,6 +266,11 @@ class SecureFront:
         self.require_client_cert = require_client_cert
         self.oauth_validator: OAuthValidator = oauth_validator or (lambda token, _ext: bool(token))
         self.stats = FrontStats()
+        self.replica_selector = replica_selector
+        self.racks: dict[int, str | None] | None = dict(racks) if racks is not None else None
+        self.down_brokers = down_brokers if down_brokers is not None else frozenset()
+        self._router: Any = None  # a rackafka client to the brokers, for the selector
+        self._router_lock: asyncio.Lock | None = None
         self._backends = dict(brokers)
         self._ports: dict[int, int] = {}
         self._pki: _Pki | None = _Pki() if self.tls else None
@@ -366,6 +424,10 @@ class SecureFront:
             self._ports[node_id] = server.sockets[0].getsockname()[1]
 
     async def _shutdown(self) -> None:
+        router, self._router = self._router, None
+        if router is not None:
+            with contextlib.suppress(Exception):
+                await router.close()
         for server in self._servers:
             server.close()
         for conn in list(self._conns):
@@ -431,6 +493,162 @@ class SecureFront:
             ]
         response.api_keys = sorted(keys, key=lambda k: k.api_key)
         return frames.encode_response(API_VERSIONS, version, corr, response)
+
+    # -- replica selection -----------------------------------------------------------------
+
+    async def _cluster(self, refresh: bool = False) -> Any:
+        """The front's own view of the brokers' metadata (at most half a second old)."""
+        if self._router_lock is None:
+            self._router_lock = asyncio.Lock()
+        async with self._router_lock:
+            if self._router is None:
+                from rackafka.client import KafkaClient
+
+                router = KafkaClient(
+                    [f"{h}:{p}" for h, p in self._backends.values()],
+                    client_id="rackafka-front-selector",
+                    retry_backoff_ms=20,
+                    retry_backoff_max_ms=200,
+                )
+                router.want_all_topics()
+                await router.bootstrap_cluster()
+                self._router = router
+            router = self._router
+            if refresh or time.monotonic() - router.cluster.updated_at > _METADATA_MAX_AGE:
+                await router.fetch_all_metadata()
+            return router.cluster
+
+    def _preferred(self, cluster: Any, info: Any, rack: str) -> int:
+        """The replica a ``RackAwareReplicaSelector`` names for a client in ``rack``: -1
+        when the leader is in that rack or no other in-sync replica is."""
+        racks = self.racks if self.racks is not None else {}
+
+        def rack_of(node: int) -> str | None:
+            return racks[node] if node in racks else cluster.rack_of(node)
+
+        if not rack or rack_of(info.leader) == rack:
+            return -1
+        for replica in info.replicas:
+            if (
+                replica != info.leader
+                and replica in info.isr
+                and replica not in self.down_brokers
+                and rack_of(replica) == rack
+            ):
+                return int(replica)
+        return -1
+
+    async def _fetch(self, node_id: int, request: Any, version: int, corr: int) -> bytes:
+        from rackafka.structs import TopicPartition
+
+        cluster = await self._cluster()
+        rack = request.rack_id if version >= _RACK_AWARE_FETCH else ""
+        use_ids = version >= _TOPIC_ID_FETCH
+        known = set(cluster.topic_ids.values()) if use_ids else set(cluster.partitions)
+        if any((t.topic_id if use_ids else t.topic) not in known for t in request.topics):
+            cluster = await self._cluster(refresh=True)  # a topic created since
+        names = {tid: name for name, tid in cluster.topic_ids.items()}
+        # Each partition goes to its leader behind the front, whichever replica the
+        # client asked: every replica serves consumers here.
+        plan: list[tuple[Any, list[tuple[Any, Any]]]] = []  # (topic, [(partition, info)])
+        by_leader: dict[int, dict[Any, list[Any]]] = {}
+        for t in request.topics:
+            name = names.get(t.topic_id) if use_ids else t.topic
+            parts = []
+            for p in t.partitions:
+                info = (
+                    None if name is None else cluster.partition(TopicPartition(name, p.partition))
+                )
+                parts.append((p, info))
+                if info is not None and node_id in info.replicas:
+                    key = t.topic_id if use_ids else t.topic
+                    by_leader.setdefault(info.leader, {}).setdefault(key, []).append(p)
+            plan.append((t, parts))
+        answers: dict[tuple[Any, int], Any] = {}
+        failed = False
+
+        async def forward(leader: int, topics: dict[Any, list[Any]]) -> None:
+            nonlocal failed
+            sub = FETCH.Request(
+                replica_id=-1,
+                max_wait_ms=request.max_wait_ms,
+                min_bytes=request.min_bytes,
+                max_bytes=request.max_bytes,
+                isolation_level=request.isolation_level,
+                session_id=0,
+                session_epoch=-1,
+                topics=[
+                    {
+                        "topic": "" if use_ids else key,
+                        "topic_id": key if use_ids else UUID_ZERO,
+                        "partitions": parts,
+                    }
+                    for key, parts in topics.items()
+                ],
+                forgotten_topics_data=[],
+                rack_id="",
+            )
+            try:
+                response = await self._router.send(leader, FETCH, sub, version=version)
+            except Exception as exc:
+                log.debug("front: Fetch to broker %d failed: %r", leader, exc)
+                failed = True
+                return
+            for rt in response.responses:
+                key = rt.topic_id if use_ids else rt.topic
+                for rp in rt.partitions:
+                    answers[(key, rp.partition_index)] = rp
+
+        await asyncio.gather(*(forward(leader, topics) for leader, topics in by_leader.items()))
+        if failed:
+            await self._cluster(refresh=True)
+        out_topics = []
+        for t, parts in plan:
+            key = t.topic_id if use_ids else t.topic
+            out_parts = []
+            for p, info in parts:
+                answer = answers.get((key, p.partition))
+                if answer is None:
+                    if info is None:
+                        code = _UNKNOWN_TOPIC_ID if use_ids else _UNKNOWN_TOPIC_OR_PARTITION
+                    else:
+                        code = _NOT_LEADER_OR_FOLLOWER
+                    out_parts.append(_empty_partition(p.partition, code))
+                    continue
+                if node_id == info.leader and answer.error_code == 0 and rack:
+                    preferred = self._preferred(cluster, info, rack)
+                    if preferred >= 0:
+                        answer.preferred_read_replica = preferred
+                        answer.records = b""
+                        hint = (preferred, rack)
+                        self.stats.preferred_replicas[hint] = (
+                            self.stats.preferred_replicas.get(hint, 0) + 1
+                        )
+                else:
+                    answer.preferred_read_replica = -1
+                size = len(answer.records or b"")
+                if size:
+                    served = (node_id, rack)
+                    self.stats.fetch_bytes[served] = self.stats.fetch_bytes.get(served, 0) + size
+                out_parts.append(answer)
+            out_topics.append({"topic": t.topic, "topic_id": t.topic_id, "partitions": out_parts})
+        response = FETCH.Response(
+            throttle_time_ms=0, error_code=0, session_id=0, responses=out_topics
+        )
+        return frames.encode_response(FETCH, version, corr, response)
+
+
+def _empty_partition(partition: int, error_code: int) -> dict[str, Any]:
+    return {
+        "partition_index": partition,
+        "error_code": error_code,
+        "high_watermark": -1,
+        "last_stable_offset": -1,
+        "log_start_offset": -1,
+        "aborted_transactions": None,
+        "preferred_read_replica": -1,
+        "records": None,
+    }
 
 
 class _Violation(Exception):
@@ -543,12 +761,37 @@ class _FrontConnection:
                 raise _Violation(f"request {key} during a SASL re-authentication")
             if self.expires_at is not None and time.monotonic() > self.expires_at:
                 raise _Violation(f"request {key} after the SASL session expired")
+        if key == FETCH.key and front.replica_selector is not None:
+            self._select_replicas(frame, version, corr)
+            return
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.pending[corr] = (fut, key, version)
         self.slots.put_nowait(fut)
         assert self.backend_writer is not None
         self.backend_writer.write(_SIZE.pack(len(frame)))
         self.backend_writer.write(frame)
+
+    def _select_replicas(self, frame: bytes | bytearray, version: int, corr: int) -> None:
+        """Answer a Fetch as a broker with a replica selector would (in order with the rest)."""
+        slot: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.slots.put_nowait(slot)
+        request = self._decode(FETCH, frame, version)
+        task = asyncio.ensure_future(self.front._fetch(self.node_id, request, version, corr))
+        self.tasks.append(task)
+
+        def done(t: asyncio.Task[bytes]) -> None:
+            with contextlib.suppress(ValueError):
+                self.tasks.remove(t)
+            if slot.done():
+                return  # the connection is closing
+            if t.cancelled() or t.exception() is not None:
+                if not t.cancelled():
+                    log.debug("front: a Fetch failed: %r", t.exception())
+                slot.set_result(None)  # close the connection, as a broker in trouble does
+            else:
+                slot.set_result(t.result())
+
+        task.add_done_callback(done)
 
     # -- broker to client ------------------------------------------------------------------
 
