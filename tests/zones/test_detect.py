@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from rackafka.zones import Candidate, choose_rack, detect_candidates
+from rackafka.zones import Candidate, choose_rack, detect_candidates, resolve_rack
 
 Route = Callable[[BaseHTTPRequestHandler], tuple[int, str]]
 
@@ -220,6 +220,36 @@ def test_slow_services_time_out_quickly(env: dict[str, str], services: list[Fake
     started = time.monotonic()
     assert detect(env, timeout=0.3) == []
     assert time.monotonic() - started < 2.0
+
+
+def test_a_silent_imds_is_reported_as_a_possible_hop_limit(
+    env: dict[str, str], services: list[FakeService]
+) -> None:
+    """In a pod behind a hop limit of 1 the token PUT gets no answer: say so, fast."""
+    silent = serve(services, {("PUT", "/latest/api/token"): lambda h: (200, "t")}, delay=5.0)
+    env["AWS_EC2_METADATA_SERVICE_ENDPOINT"] = silent.url
+    notes: list[str] = []
+    started = time.monotonic()
+    assert asyncio.run(detect_candidates(env, timeout=0.3, notes=notes)) == []
+    assert time.monotonic() - started < 2.0
+    assert any("hop limit" in n and "EC2" in n for n in notes), notes
+
+
+def test_resolve_rack_keeps_the_notes_and_the_override_wins(
+    env: dict[str, str], services: list[FakeService]
+) -> None:
+    silent = serve(services, {("PUT", "/latest/api/token"): lambda h: (200, "t")}, delay=5.0)
+    env["AWS_EC2_METADATA_SERVICE_ENDPOINT"] = silent.url
+    env["TOPOLOGY_ZONE"] = "use1-az2"
+    decision = asyncio.run(resolve_rack(["use1-az1", "use1-az2"], env, timeout=0.3))
+    assert (decision.rack, decision.source) == ("use1-az2", "environment TOPOLOGY_ZONE")
+    env["RACKAFKA_CLIENT_RACK"] = "use1-az1"
+    decision = asyncio.run(resolve_rack(["use1-az1", "use1-az2"], env, timeout=0.3))
+    assert (decision.rack, decision.source) == ("use1-az1", "environment RACKAFKA_CLIENT_RACK")
+    del env["RACKAFKA_CLIENT_RACK"], env["TOPOLOGY_ZONE"]
+    decision = asyncio.run(resolve_rack(["use1-az1"], env, timeout=0.3))
+    assert decision.rack is None
+    assert any("hop limit" in n for n in decision.notes)
 
 
 @pytest.mark.parametrize("body", ["<html>oops</html>", "{not json", json.dumps([1, 2]), "x" * 500])

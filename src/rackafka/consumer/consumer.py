@@ -534,25 +534,19 @@ class AIOKafkaConsumer(Generic[KT, VT]):
     async def _resolve_auto_rack(self) -> None:
         """``client_rack="auto"``: ``RACKAFKA_CLIENT_RACK`` when set, else the detected
         zone string that is a broker's rack (see :mod:`rackafka.zones`)."""
-        import os
-
-        from rackafka.zones import CLIENT_RACK_ENV, RackDecision, choose_rack, detect_candidates
+        from rackafka.zones import CLIENT_RACK_ENV, resolve_rack
 
         racks = [b.rack for b in self._client.cluster.brokers.values()]
-        forced = os.environ.get(CLIENT_RACK_ENV, "").strip()
-        if forced:
-            decision = RackDecision(forced, f"environment {CLIENT_RACK_ENV}")
-        else:
-            decision = choose_rack(await detect_candidates(), racks)
-            if decision.rack is None:
-                log.warning(
-                    "client_rack='auto': %s (candidates: %s; broker racks: %s): "
-                    "reading from the leaders. Set client_rack or %s to one of the racks",
-                    decision.notes[0] if decision.notes else "no rack",
-                    ", ".join(f"{c.value} ({c.source})" for c in decision.candidates) or "none",
-                    ", ".join(decision.broker_racks) or "none",
-                    CLIENT_RACK_ENV,
-                )
+        decision = await resolve_rack(racks)
+        if decision.rack is None:
+            log.warning(
+                "client_rack='auto': %s (candidates: %s; broker racks: %s): "
+                "reading from the leaders. Set client_rack or %s to one of the racks",
+                "; ".join(decision.notes) if decision.notes else "no rack",
+                ", ".join(f"{c.value} ({c.source})" for c in decision.candidates) or "none",
+                ", ".join(decision.broker_racks) or "none",
+                CLIENT_RACK_ENV,
+            )
         log.info("client_rack='auto' chose %r (%s)", decision.rack, decision.source)
         self.rack_decision = decision
         self._client_rack = decision.rack

@@ -12,6 +12,14 @@ from rackafka.zones.detect import (
     RackDecision,
     choose_rack,
     detect_candidates,
+    resolve_rack,
 )
 
-__all__ = ["CLIENT_RACK_ENV", "Candidate", "RackDecision", "choose_rack", "detect_candidates"]
+__all__ = [
+    "CLIENT_RACK_ENV",
+    "Candidate",
+    "RackDecision",
+    "choose_rack",
+    "detect_candidates",
+    "resolve_rack",
+]

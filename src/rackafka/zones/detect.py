@@ -18,7 +18,7 @@ import re
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ def _podinfo(environ: Mapping[str, str]) -> list[Candidate]:
     return []
 
 
-def _aws_imds(environ: Mapping[str, str], timeout: float) -> list[Candidate]:
+def _aws_imds(environ: Mapping[str, str], timeout: float, notes: list[str]) -> list[Candidate]:
     if environ.get("AWS_EC2_METADATA_DISABLED", "").lower() == "true":
         return []
     base = environ.get("AWS_EC2_METADATA_SERVICE_ENDPOINT", _AWS_IMDS).rstrip("/")
@@ -101,7 +101,14 @@ def _aws_imds(environ: Mapping[str, str], timeout: float) -> list[Candidate]:
         ).strip()
     except (OSError, urllib.error.URLError) as exc:
         # In a pod, a hop limit of 1 drops the answer: it times out instead of failing.
-        log.debug("EC2 IMDSv2 token: %s (no EC2 metadata, or a hop limit of 1 in a pod)", exc)
+        if _timed_out(exc):
+            _note(
+                notes,
+                "EC2 IMDSv2: no token within the timeout: not on EC2, or a pod behind an "
+                "instance metadata hop limit of 1 (set HttpPutResponseHopLimit to 2)",
+            )
+        else:
+            log.debug("EC2 IMDSv2 token: %s", exc)
         return []
     out = []
     for path, what in (
@@ -111,27 +118,27 @@ def _aws_imds(environ: Mapping[str, str], timeout: float) -> list[Candidate]:
         try:
             value = _http(base + path, {"X-aws-ec2-metadata-token": token}, timeout).strip()
         except (OSError, urllib.error.URLError) as exc:
-            log.debug("EC2 IMDS %s: %s", what, exc)
+            _note(notes, f"EC2 IMDS {what}: {_reason(exc)}")
             continue
         if _ok(value):
             out.append(Candidate(value, f"aws-imds {what}"))
     return out
 
 
-def _ecs(environ: Mapping[str, str], timeout: float) -> list[Candidate]:
+def _ecs(environ: Mapping[str, str], timeout: float, notes: list[str]) -> list[Candidate]:
     base = environ.get("ECS_CONTAINER_METADATA_URI_V4")
     if not base:
         return []
     try:
         data = json.loads(_http(base.rstrip("/") + "/task", {}, timeout))
     except (OSError, urllib.error.URLError, ValueError) as exc:
-        log.debug("ECS task metadata: %s", exc)
+        _note(notes, f"ECS task metadata: {_reason(exc)}")
         return []
     value = data.get("AvailabilityZone") if isinstance(data, dict) else None
     return [Candidate(str(value), "ecs task metadata AvailabilityZone")] if _ok(value) else []
 
 
-def _lambda(environ: Mapping[str, str], timeout: float) -> list[Candidate]:
+def _lambda(environ: Mapping[str, str], timeout: float, notes: list[str]) -> list[Candidate]:
     address = environ.get("AWS_LAMBDA_METADATA_API")
     token = environ.get("AWS_LAMBDA_METADATA_TOKEN", "")
     if not address:
@@ -141,13 +148,13 @@ def _lambda(environ: Mapping[str, str], timeout: float) -> list[Candidate]:
             _http(f"http://{address}{_LAMBDA_PATH}", {"Authorization": f"Bearer {token}"}, timeout)
         )
     except (OSError, urllib.error.URLError, ValueError) as exc:
-        log.debug("Lambda metadata: %s", exc)
+        _note(notes, f"Lambda metadata: {_reason(exc)}")
         return []
     value = data.get("AvailabilityZoneID") if isinstance(data, dict) else None
     return [Candidate(str(value), "lambda metadata AvailabilityZoneID")] if _ok(value) else []
 
 
-def _gce(environ: Mapping[str, str], timeout: float) -> list[Candidate]:
+def _gce(environ: Mapping[str, str], timeout: float, notes: list[str]) -> list[Candidate]:
     host = environ.get("GCE_METADATA_HOST", _GCE_HOST)
     try:
         text = _http(
@@ -156,13 +163,16 @@ def _gce(environ: Mapping[str, str], timeout: float) -> list[Candidate]:
             timeout,
         ).strip()
     except (OSError, urllib.error.URLError) as exc:
-        log.debug("GCE metadata: %s", exc)
+        if host != _GCE_HOST or _timed_out(exc):
+            _note(notes, f"GCP metadata: {_reason(exc)}")
+        else:
+            log.debug("GCE metadata: %s", exc)  # not on GCP: its name does not resolve
         return []
     value = text.rsplit("/", 1)[-1]  # projects/123/zones/europe-west1-b
     return [Candidate(value, "gce metadata instance/zone")] if _ok(value) else []
 
 
-def _azure(environ: Mapping[str, str], timeout: float) -> list[Candidate]:
+def _azure(environ: Mapping[str, str], timeout: float, notes: list[str]) -> list[Candidate]:
     base = environ.get("RACKAFKA_AZURE_IMDS_ENDPOINT", _AZURE_IMDS).rstrip("/")
     try:
         data = json.loads(
@@ -173,7 +183,10 @@ def _azure(environ: Mapping[str, str], timeout: float) -> list[Candidate]:
             )
         )
     except (OSError, urllib.error.URLError, ValueError) as exc:
-        log.debug("Azure IMDS: %s", exc)
+        if _timed_out(exc):
+            log.debug("Azure IMDS: %s", exc)  # not on Azure (the EC2 note says the rest)
+        else:
+            _note(notes, f"Azure IMDS: {_reason(exc)}")
         return []
     if not isinstance(data, dict):
         return []
@@ -186,6 +199,24 @@ def _azure(environ: Mapping[str, str], timeout: float) -> list[Candidate]:
     return [c for c in out if _ok(c.value)]
 
 
+def _timed_out(exc: BaseException) -> bool:
+    reason = getattr(exc, "reason", exc)
+    return isinstance(reason, TimeoutError) or "timed out" in str(reason)
+
+
+def _reason(exc: BaseException) -> str:
+    if _timed_out(exc):
+        return "no answer within the timeout"
+    if isinstance(exc, ValueError):
+        return "an answer that is not the expected JSON"
+    return str(getattr(exc, "reason", exc))
+
+
+def _note(notes: list[str], text: str) -> None:
+    log.debug("zone detection: %s", text)
+    notes.append(text)
+
+
 _ZONE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,62}\Z")
 
 
@@ -195,7 +226,7 @@ def _ok(value: Any) -> bool:
 
 
 #: The network sources, in order of preference.
-NETWORK_SOURCES: tuple[Callable[[Mapping[str, str], float], list[Candidate]], ...] = (
+NETWORK_SOURCES: tuple[Callable[[Mapping[str, str], float, list[str]], list[Candidate]], ...] = (
     _lambda,
     _ecs,
     _aws_imds,
@@ -205,14 +236,22 @@ NETWORK_SOURCES: tuple[Callable[[Mapping[str, str], float], list[Candidate]], ..
 
 
 async def detect_candidates(
-    environ: Mapping[str, str] | None = None, *, timeout: float = 1.0
+    environ: Mapping[str, str] | None = None,
+    *,
+    timeout: float = 1.0,
+    notes: list[str] | None = None,
 ) -> list[Candidate]:
     """Every candidate zone string, environment first, then the metadata services (all
-    asked at once, each in a worker thread with ``timeout`` seconds)."""
+    asked at once, each in a worker thread with ``timeout`` seconds).
+
+    ``notes``, when given, receives a sentence for each source that was expected to
+    answer and did not (a timeout, garbage), such as an EC2 hop limit in a pod.
+    """
     env = os.environ if environ is None else environ
     out = _env_sources(env) + _podinfo(env)
+    sink: list[str] = [] if notes is None else notes
     results = await asyncio.gather(
-        *(asyncio.to_thread(source, env, timeout) for source in NETWORK_SOURCES),
+        *(asyncio.to_thread(source, env, timeout, sink) for source in NETWORK_SOURCES),
         return_exceptions=True,
     )
     for result in results:
@@ -251,3 +290,24 @@ def choose_rack(
         else "no zone found in the environment or the metadata services"
     )
     return RackDecision(None, "none", cands, racks, (note,))
+
+
+async def resolve_rack(
+    broker_racks: Iterable[str | None],
+    environ: Mapping[str, str] | None = None,
+    *,
+    timeout: float = 1.0,
+) -> RackDecision:
+    """What ``client_rack="auto"`` means here: ``RACKAFKA_CLIENT_RACK`` when set, else the
+    detected zone string that is one of ``broker_racks`` (:func:`choose_rack`), with the
+    detection's notes."""
+    env = os.environ if environ is None else environ
+    forced = env.get(CLIENT_RACK_ENV, "").strip()
+    racks = tuple(sorted({r for r in broker_racks if r}))
+    if forced:
+        return RackDecision(forced, f"environment {CLIENT_RACK_ENV}", (), racks)
+    notes: list[str] = []
+    decision = choose_rack(await detect_candidates(env, timeout=timeout, notes=notes), racks)
+    if notes:
+        decision = replace(decision, notes=decision.notes + tuple(notes))
+    return decision
