@@ -1153,3 +1153,8 @@ class AIOKafkaConsumer(Generic[KT, VT]):
     def client_rack(self) -> str | None:
         """The rack this consumer fetches for."""
         return self._client_rack
+
+    @property
+    def client_id(self) -> str:
+        """The ``client_id`` sent in every request (a label of :mod:`rackafka.metrics`)."""
+        return str(self._client.client_id)
