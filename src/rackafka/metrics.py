@@ -16,19 +16,17 @@ Two ways to export them:
 
 The metrics (labels in brackets):
 
-=========================================  =======  ==============================================
-``rackafka_consumer_preferred_read_replica``  gauge  [client_id, topic, partition] the replica the
-                                                      leader named (KIP-392), -1 for none; as
-                                                      Java's ``preferred-read-replica``
-``rackafka_consumer_read_from``               gauge  [client_id, topic, partition] the broker the
-                                                      partition is fetched from now
-``rackafka_consumer_fetch_bytes_total``       counter [client_id, client_rack, broker_rack,
-                                                      same_rack] record bytes fetched
-``rackafka_consumer_fetch_records_total``     counter [client_id, client_rack, broker_rack]
-``rackafka_consumer_cross_rack_bytes_total``  counter [client_id, client_rack] bytes fetched
-                                                      outside ``client_rack`` (the billed ones)
-``rackafka_consumer_same_rack_bytes_total``   counter [client_id, client_rack]
-=========================================  =======  ==============================================
+* ``rackafka_consumer_preferred_read_replica`` (gauge) [client_id, topic, partition]: the
+  replica the leader named (KIP-392), -1 for none; Java's ``preferred-read-replica``.
+* ``rackafka_consumer_read_from`` (gauge) [client_id, topic, partition]: the broker the
+  partition is fetched from now.
+* ``rackafka_consumer_fetch_bytes_total`` (counter) [client_id, client_rack, broker_rack,
+  same_rack]: record bytes fetched.
+* ``rackafka_consumer_fetch_records_total`` (counter) [client_id, client_rack,
+  broker_rack]: records handed to the application.
+* ``rackafka_consumer_cross_rack_bytes_total`` (counter) [client_id, client_rack]: bytes
+  fetched outside ``client_rack`` (the billed ones).
+* ``rackafka_consumer_same_rack_bytes_total`` (counter) [client_id, client_rack].
 """
 
 from __future__ import annotations
