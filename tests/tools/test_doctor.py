@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -13,7 +12,7 @@ from typing import Any
 import pytest
 
 from rackafka.doctor import EXIT_CODES, main, run_doctor
-from rackafka.testing import EmbeddedCluster
+from rackafka.testing import EmbeddedCluster, offline_zone_environ
 
 TOPIC = "doctored"
 
@@ -22,16 +21,7 @@ pytestmark = pytest.mark.timeout(180)
 
 def offline_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     """Every zone source pointed at a closed loopback port: nothing leaves the machine."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        dead = f"127.0.0.1:{s.getsockname()[1]}"
-    return {
-        "AWS_EC2_METADATA_SERVICE_ENDPOINT": f"http://{dead}",
-        "GCE_METADATA_HOST": dead,
-        "RACKAFKA_AZURE_IMDS_ENDPOINT": f"http://{dead}",
-        "RACKAFKA_PODINFO_LABELS": str(tmp_path / "no-labels"),
-        **extra,
-    }
+    return offline_zone_environ(tmp_path, **extra)
 
 
 def _cluster(**kwargs: Any) -> Iterator[EmbeddedCluster]:

@@ -4,40 +4,19 @@ metadata service pointed at a dead loopback port (nothing leaves the machine).""
 from __future__ import annotations
 
 import logging
-import socket
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from rackafka import AIOKafkaConsumer
-from rackafka.testing import EmbeddedCluster
-
-
-def _dead() -> str:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return f"127.0.0.1:{port}"
+from rackafka.testing import EmbeddedCluster, offline_zone_environ
 
 
 @pytest.fixture(autouse=True)
 def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in (
-        "RACKAFKA_CLIENT_RACK",
-        "KAFKA_CLIENT_RACK",
-        "CLIENT_RACK",
-        "TOPOLOGY_ZONE",
-        "NODE_ZONE",
-        "ECS_CONTAINER_METADATA_URI_V4",
-        "AWS_LAMBDA_METADATA_API",
-    ):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", f"http://{_dead()}")
-    monkeypatch.setenv("GCE_METADATA_HOST", _dead())
-    monkeypatch.setenv("RACKAFKA_AZURE_IMDS_ENDPOINT", f"http://{_dead()}")
-    monkeypatch.setenv("RACKAFKA_PODINFO_LABELS", str(tmp_path / "none"))
+    for name, value in offline_zone_environ(tmp_path).items():
+        monkeypatch.setenv(name, value)
 
 
 async def _start(cluster: EmbeddedCluster) -> AIOKafkaConsumer[Any, Any]:

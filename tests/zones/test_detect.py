@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from rackafka.testing import offline_zone_environ
 from rackafka.zones import Candidate, choose_rack, detect_candidates, resolve_rack
 
 Route = Callable[[BaseHTTPRequestHandler], tuple[int, str]]
@@ -76,24 +77,10 @@ class FakeService:
         self.server.server_close()
 
 
-def closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     """Every source pointed at a closed loopback port: nothing found, nothing leaves."""
-    dead = f"127.0.0.1:{closed_port()}"
-    return {
-        "AWS_EC2_METADATA_SERVICE_ENDPOINT": f"http://{dead}",
-        "GCE_METADATA_HOST": dead,
-        "RACKAFKA_AZURE_IMDS_ENDPOINT": f"http://{dead}",
-        "RACKAFKA_PODINFO_LABELS": str(tmp_path / "no-labels"),
-    }
+    return offline_zone_environ(tmp_path)
 
 
 @pytest.fixture

@@ -35,8 +35,10 @@ from .cluster import (
 from .compose import ComposeCluster, DockerUnavailableError, FaultInjectionUnsupportedError
 from .fake_broker import NO_RESPONSE, FakeBroker, FakeRequest
 from .secure_front import FrontStats, SecureFront
+from .zones import offline_zone_environ
 
 __all__ = [
+    "offline_zone_environ",
     "API_NAMES",
     "COMPRESSION_TYPES",
     "DISCONNECT",

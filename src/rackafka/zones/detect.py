@@ -31,6 +31,15 @@ ZONE_ENV = ("KAFKA_CLIENT_RACK", "CLIENT_RACK", "TOPOLOGY_ZONE", "NODE_ZONE")
 PODINFO_LABELS_ENV = "RACKAFKA_PODINFO_LABELS"
 PODINFO_LABELS_DEFAULT = "/etc/podinfo/labels"
 ZONE_LABEL = "topology.kubernetes.io/zone"
+#: The endpoint variables of the metadata services, with the form of their value for an
+#: address ``host:port`` (ECS and Lambda are asked only when their variable is set).
+ENDPOINT_ENV = {
+    "AWS_EC2_METADATA_SERVICE_ENDPOINT": "http://{}",
+    "GCE_METADATA_HOST": "{}",
+    "RACKAFKA_AZURE_IMDS_ENDPOINT": "http://{}",
+    "ECS_CONTAINER_METADATA_URI_V4": "",
+    "AWS_LAMBDA_METADATA_API": "",
+}
 _AWS_IMDS = "http://169.254.169.254"
 _GCE_HOST = "metadata.google.internal"
 _AZURE_IMDS = "http://169.254.169.254"
