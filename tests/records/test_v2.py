@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import struct
 from functools import partial
 from typing import Any, NamedTuple
@@ -172,6 +173,57 @@ def test_an_error_of_the_factory_is_not_taken_for_corrupt_data(n: int) -> None:
 
     with pytest.raises(IndexError, match="a bug in the factory"):
         batch.records(factory)
+
+
+@pytest.fixture
+def gc_restored() -> Any:
+    """Restore the collector's state whatever a test leaves it in."""
+    enabled = gc.isenabled()
+    yield
+    if enabled:
+        gc.enable()
+    else:
+        gc.disable()
+
+
+def test_decoding_pauses_the_collector_and_gives_it_back(gc_restored: None) -> None:
+    data = encode_batch([(TS, b"k%d" % i, b"v", [("h", b"x")]) for i in range(300)])
+    (batch,) = iter_batches(data)
+    seen: list[bool] = []
+
+    def factory(*args: Any) -> tuple[Any, ...]:
+        seen.append(gc.isenabled())
+        return args
+
+    gc.enable()
+    assert len(batch.records(factory)) == 300
+    assert seen == [False] * 300  # paused while the batch is decoded
+    assert gc.isenabled()
+
+    # An application that turned the collector off keeps it off.
+    gc.disable()
+    seen.clear()
+    batch.records(factory)
+    assert seen == [False] * 300 and not gc.isenabled()
+
+
+@pytest.mark.parametrize("n", [3, 100])
+def test_the_collector_comes_back_after_an_error(n: int, gc_restored: None) -> None:
+    gc.enable()
+    data = encode_batch([(TS, None, b"v")] * n)
+    (batch,) = iter_batches(data)
+
+    def factory(*args: Any) -> Any:
+        raise ValueError("a deserializer failed")
+
+    with pytest.raises(ValueError, match="a deserializer failed"):
+        batch.records(factory)
+    assert gc.isenabled()
+
+    (corrupt,) = iter_batches(data[:-1] + b"\x7f", check_crcs=False)
+    with pytest.raises(CorruptRecordException):
+        corrupt.records()
+    assert gc.isenabled()
 
 
 def test_log_append_time_replaces_record_timestamps() -> None:

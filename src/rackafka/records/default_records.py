@@ -18,6 +18,7 @@ decoded by the scalar loop, which raises the precise error.
 
 from __future__ import annotations
 
+import gc
 import re
 import struct
 from collections.abc import Callable
@@ -354,6 +355,46 @@ class RecordBatch:
 
 
 def _decode(
+    buf: bytes,
+    pos: int,
+    end: int,
+    count: int,
+    base_offset: int,
+    base_ts: int,
+    tt: int,
+    lat: int | None,
+    factory: RecordFactory | None,
+    last_offset: int,
+) -> list[Any]:
+    """Decode ``count`` records (see :func:`_decode_records`) with the cyclic GC paused.
+
+    Decoding allocates several tuples per record, all of which live until the batch is
+    handed over: with the collector running, every few hundred of them it would walk
+    the young records and promote them, so that they are walked again by the older
+    generations while the user still holds them. Paused, it runs once per batch after
+    decoding. Records form no reference cycles, the pause lasts one batch (bounded by
+    the fetch size and ``max_records``), and a collector the application disabled stays
+    off.
+    """
+    if not _gc_isenabled():
+        return _decode_records(
+            buf, pos, end, count, base_offset, base_ts, tt, lat, factory, last_offset
+        )
+    _gc_disable()
+    try:
+        return _decode_records(
+            buf, pos, end, count, base_offset, base_ts, tt, lat, factory, last_offset
+        )
+    finally:
+        _gc_enable()
+
+
+_gc_isenabled = gc.isenabled
+_gc_disable = gc.disable
+_gc_enable = gc.enable
+
+
+def _decode_records(
     buf: bytes,
     pos: int,
     end: int,
