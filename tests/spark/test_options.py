@@ -63,7 +63,7 @@ def test_defaults(streaming: bool) -> None:
     assert o.min_partitions is None
     assert o.include_headers is False
     assert o.fail_on_data_loss is True
-    assert o.client_rack == "auto"
+    assert o.client_rack == "env"  # RACKAFKA_CLIENT_RACK only: no metadata service
     assert o.poll_timeout_ms == 120_000
     assert o.offset_retries == 3
     assert o.offset_retry_interval_ms == 1_000
@@ -500,20 +500,30 @@ def test_invalid_option_error_is_a_configuration_error() -> None:
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [(None, "auto"), ("auto", "auto"), ("az-a", "az-a"), (" az-b ", "az-b"), ("", None)],
+    [
+        (None, "env"),
+        ("env", "env"),
+        ("auto", "auto"),
+        ("az-a", "az-a"),
+        (" az-b ", "az-b"),
+        ("", None),
+    ],
 )
 def test_client_rack_option(value: str | None, expected: str | None) -> None:
     assert parse(**{"kafka.client.rack": value}).client_rack == expected
 
 
-def test_resolve_client_rack_auto_from_the_environment() -> None:
-    assert resolve_client_rack("auto", {CLIENT_RACK_ENV: "az-b"}) == "az-b"
-    assert resolve_client_rack("auto", {CLIENT_RACK_ENV: "  az-c\n"}) == "az-c"
+@pytest.mark.parametrize("setting", ["env", "auto"])
+def test_resolve_client_rack_from_the_environment(setting: str) -> None:
+    assert resolve_client_rack(setting, {CLIENT_RACK_ENV: "az-b"}) == "az-b"
+    assert resolve_client_rack(setting, {CLIENT_RACK_ENV: "  az-c\n"}) == "az-c"
 
 
 @pytest.mark.parametrize("environ", [{}, {CLIENT_RACK_ENV: ""}, {CLIENT_RACK_ENV: "  "}])
-def test_resolve_client_rack_auto_without_the_variable(environ: dict[str, str]) -> None:
-    assert resolve_client_rack("auto", environ) is None
+def test_resolve_client_rack_without_the_variable(environ: dict[str, str]) -> None:
+    # The default gives no rack; "auto" leaves it to the consumer to detect the zone.
+    assert resolve_client_rack("env", environ) is None
+    assert resolve_client_rack("auto", environ) == "auto"
 
 
 def test_resolve_client_rack_fixed_value_ignores_the_environment() -> None:
@@ -523,9 +533,9 @@ def test_resolve_client_rack_fixed_value_ignores_the_environment() -> None:
 
 def test_resolve_client_rack_reads_os_environ(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(CLIENT_RACK_ENV, "az-c")
-    assert resolve_client_rack("auto") == "az-c"
+    assert resolve_client_rack("env") == "az-c"
     monkeypatch.delenv(CLIENT_RACK_ENV)
-    assert resolve_client_rack("auto") is None
+    assert resolve_client_rack("env") is None
 
 
 def test_empty_rack_option_resolves_to_no_rack() -> None:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import datetime as dt
 import gc
+import http.server
 import os
+import threading
 import warnings
 from collections.abc import Callable, Generator
 from pathlib import Path
@@ -31,7 +33,7 @@ from rackafka.spark.reader import (  # noqa: E402
     read_ranges,
     read_task_reports,
 )
-from rackafka.testing import EmbeddedCluster, default_value  # noqa: E402
+from rackafka.testing import EmbeddedCluster, default_value, offline_zone_environ  # noqa: E402
 
 pytestmark = pytest.mark.fault_injection
 
@@ -478,13 +480,14 @@ def test_client_rack_auto_reads_from_the_executors_rack(
 
     metrics = tmp_path / "metrics"
     opts = options(cluster, **{"rackafka.metricsPath": str(metrics)})
-    assert opts.client_rack == "auto"
+    assert opts.client_rack == "env"
     assert len(offsets(read(opts, OffsetRange("racked", 0, 0, 200)))) == 200
 
     files = sorted(os.listdir(metrics))
     assert len(files) == 1 and files[0].endswith(".json") and not files[0].startswith(".")
     report = only_report(metrics)
     assert report.client_rack == "az-b"
+    assert report.rack_source == "environment RACKAFKA_CLIENT_RACK"
     assert report.ranges == [["racked", 0, 0, 200]]
     assert report.records == 200
     assert report.same_rack_bytes > 200 * 100
@@ -506,6 +509,52 @@ def test_client_rack_auto_reads_from_the_executors_rack(
         "same_rack_share": 1.0,
         "lost_offsets": 0,
     }
+
+
+class _GceMetadata(http.server.BaseHTTPRequestHandler):
+    """GCE's metadata server on 127.0.0.1: the executor's zone is ``az-c``."""
+
+    def do_GET(self) -> None:
+        ok = self.path == "/computeMetadata/v1/instance/zone"
+        ok = ok and self.headers.get("Metadata-Flavor") == "Google"
+        body = b"projects/1/zones/az-c" if ok else b""
+        self.send_response(200 if ok else 404)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_client_rack_auto_detects_the_executors_zone(
+    cluster: EmbeddedCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``kafka.client.rack=auto`` with no variable: the task asks the metadata services
+    (fakes on 127.0.0.1 here), keeps the zone that is a broker rack, and reads there."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _GceMetadata)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        environ = offline_zone_environ(tmp_path / "zones")
+        environ["GCE_METADATA_HOST"] = f"127.0.0.1:{server.server_address[1]}"
+        for name, value in environ.items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.delenv(CLIENT_RACK_ENV, raising=False)
+        cluster.create_topic("detected", 1)  # led by broker 1 (az-a)
+        cluster.emulate_rack_aware_selector("az-c", topics=["detected"])
+        cluster.produce("detected", 80, partition=0, value_size=100)
+        metrics = tmp_path / "metrics"
+        opts = options(
+            cluster, **{"kafka.client.rack": "auto", "rackafka.metricsPath": str(metrics)}
+        )
+        assert len(offsets(read(opts, OffsetRange("detected", 0, 0, 80)))) == 80
+    finally:
+        server.shutdown()
+        server.server_close()
+    report = only_report(metrics)
+    assert report.client_rack == "az-c"
+    assert report.rack_source == "gce metadata instance/zone"
+    assert set(nonzero(report.bytes_by_rack)) == {"az-c"} and report.cross_rack_bytes == 0
 
 
 def test_fixed_client_rack_wins_over_the_environment(

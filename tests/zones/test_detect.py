@@ -178,13 +178,17 @@ def test_lambda_metadata_with_its_token(env: dict[str, str], services: list[Fake
     ]
 
 
-def test_gce_metadata(env: dict[str, str], services: list[FakeService]) -> None:
+def gce_zone(letter: str) -> Route:
     def route(h: BaseHTTPRequestHandler) -> tuple[int, str]:
         if h.headers.get("Metadata-Flavor") != "Google":
             return 403, ""
-        return 200, "projects/1234/zones/europe-west1-b"
+        return 200, f"projects/1234/zones/europe-west1-{letter}"
 
-    gce = serve(services, {("GET", "/computeMetadata/v1/instance/zone"): route})
+    return route
+
+
+def test_gce_metadata(env: dict[str, str], services: list[FakeService]) -> None:
+    gce = serve(services, {("GET", "/computeMetadata/v1/instance/zone"): gce_zone("b")})
     env["GCE_METADATA_HOST"] = f"127.0.0.1:{gce.port}"
     assert [c.value for c in detect(env)] == ["europe-west1-b"]
 
@@ -220,6 +224,34 @@ def test_a_silent_imds_is_reported_as_a_possible_hop_limit(
     assert asyncio.run(detect_candidates(env, timeout=0.3, notes=notes)) == []
     assert time.monotonic() - started < 2.0
     assert any("hop limit" in n and "EC2" in n for n in notes), notes
+
+
+def test_the_services_are_asked_once_per_process(
+    env: dict[str, str], services: list[FakeService]
+) -> None:
+    """Many consumers (or Spark tasks) in one process do not ask, or wait, again."""
+    gce = serve(services, {("GET", "/computeMetadata/v1/instance/zone"): gce_zone("b")})
+    env["GCE_METADATA_HOST"] = f"127.0.0.1:{gce.port}"
+    first = detect(env)
+    assert [c.value for c in first] == ["europe-west1-b"]
+    asked = len(gce.requests)
+    assert detect(env) == first and len(gce.requests) == asked
+    # Another endpoint is another question; cache=False asks anew.
+    assert asyncio.run(detect_candidates(env, cache=False)) == first
+    assert len(gce.requests) == asked * 2
+
+
+def test_silence_is_remembered_only_for_a_while(
+    env: dict[str, str], services: list[FakeService], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    routes: dict[tuple[str, str], Route] = {}
+    gce = serve(services, routes)
+    env["GCE_METADATA_HOST"] = f"127.0.0.1:{gce.port}"
+    assert detect(env) == []
+    routes[("GET", "/computeMetadata/v1/instance/zone")] = gce_zone("c")
+    assert detect(env) == []  # still remembered
+    monkeypatch.setattr("rackafka.zones.detect.NEGATIVE_CACHE_SECONDS", 0.0)
+    assert [c.value for c in detect(env)] == ["europe-west1-c"]
 
 
 def test_resolve_rack_keeps_the_notes_and_the_override_wins(

@@ -21,6 +21,8 @@ __all__ = [
     "CLIENT_RACK_ENV",
     "EARLIEST",
     "LATEST",
+    "RACK_AUTO",
+    "RACK_FROM_ENV",
     "InvalidOptionError",
     "OffsetSpec",
     "SourceOptions",
@@ -28,8 +30,15 @@ __all__ = [
     "resolve_client_rack",
 ]
 
-#: The environment variable that ``kafka.client.rack=auto`` reads on each executor.
+#: The environment variable that gives each executor its rack (``kafka.client.rack`` unset,
+#: ``env`` or ``auto``).
 CLIENT_RACK_ENV = "RACKAFKA_CLIENT_RACK"
+#: ``kafka.client.rack`` when it is not given: :data:`CLIENT_RACK_ENV` of the executor and
+#: nothing else (no metadata service is asked).
+RACK_FROM_ENV = "env"
+#: ``kafka.client.rack=auto``: :data:`CLIENT_RACK_ENV` when set, else the zone each
+#: executor detects (see :mod:`rackafka.zones`) that is one of the brokers' racks.
+RACK_AUTO = "auto"
 
 #: Offset placeholders of Spark's JSON offsets: -2 is the earliest offset, -1 the latest.
 EARLIEST = -2
@@ -160,9 +169,10 @@ class SourceOptions:
     min_partitions: int | None = None
     include_headers: bool = False
     fail_on_data_loss: bool = True
-    #: ``"auto"``: each task reads :data:`CLIENT_RACK_ENV` on its executor;
-    #: ``None``: no rack; otherwise the rack of every task.
-    client_rack: str | None = "auto"
+    #: :data:`RACK_FROM_ENV` (the default): each task reads :data:`CLIENT_RACK_ENV` on its
+    #: executor; :data:`RACK_AUTO`: that, else the zone the executor detects; ``None``: no
+    #: rack; otherwise the rack of every task.
+    client_rack: str | None = RACK_FROM_ENV
     poll_timeout_ms: int = 120_000
     offset_retries: int = 3
     offset_retry_interval_ms: int = 1_000
@@ -195,15 +205,20 @@ class SourceOptions:
 def resolve_client_rack(
     setting: str | None, environ: Mapping[str, str] | None = None
 ) -> str | None:
-    """The rack a task reads from, given the ``kafka.client.rack`` setting.
+    """The ``client_rack`` a task gives its consumer, given the ``kafka.client.rack`` setting.
 
-    ``"auto"`` takes :data:`CLIENT_RACK_ENV` from the environment of the process (on Spark:
-    the executor's), and no rack when it is unset or empty; any other value is used as is.
+    :data:`RACK_FROM_ENV` takes :data:`CLIENT_RACK_ENV` from the environment of the process
+    (on Spark: the executor's), and no rack when it is unset or empty. :data:`RACK_AUTO`
+    takes that variable too, and when it is unset stays ``"auto"``: the consumer then
+    detects its zone (:mod:`rackafka.zones`). Any other value is used as is.
     """
-    if setting != "auto":
+    if setting not in (RACK_FROM_ENV, RACK_AUTO):
         return setting
     env = os.environ if environ is None else environ
-    return env.get(CLIENT_RACK_ENV, "").strip() or None
+    forced = env.get(CLIENT_RACK_ENV, "").strip()
+    if forced:
+        return forced
+    return RACK_AUTO if setting == RACK_AUTO else None
 
 
 def _bool(key: str, value: str) -> bool:
@@ -437,7 +452,7 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
 
     security = parse_security(opts, servers)
     _check_consumer(servers, {**consumer, **(security.consumer_kwargs() if security else {})})
-    rack_setting = opts.get("kafka.client.rack", "auto").strip()
+    rack_setting = opts.get("kafka.client.rack", RACK_FROM_ENV).strip()
     client_rack: str | None = rack_setting or None
 
     return SourceOptions(

@@ -22,7 +22,14 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from rackafka.errors import KafkaError, KafkaTimeoutError, OffsetOutOfRangeError
-from rackafka.spark.options import EARLIEST, SourceOptions, resolve_client_rack
+from rackafka.spark.options import (
+    CLIENT_RACK_ENV,
+    EARLIEST,
+    RACK_AUTO,
+    RACK_FROM_ENV,
+    SourceOptions,
+    resolve_client_rack,
+)
 from rackafka.spark.planning import DataLossError, OffsetRange
 from rackafka.structs import TopicPartition
 
@@ -157,6 +164,9 @@ class TaskReport:
     finished: bool = False
     host: str = ""
     pid: int = 0
+    #: How the task found its rack: ``option``, ``environment RACKAFKA_CLIENT_RACK``, or
+    #: the source of the zone ``kafka.client.rack=auto`` detected (``none``: no rack found).
+    rack_source: str = ""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -212,9 +222,10 @@ def read_ranges(
     rack = resolve_client_rack(opts.client_rack)
     report = TaskReport(
         [[r.topic, r.partition, r.start, r.end] for r in ranges],
-        rack,
+        None if rack == RACK_AUTO else rack,
         host=socket.gethostname(),
         pid=os.getpid(),
+        rack_source=_rack_source(opts.client_rack, rack),
     )
     started = time.monotonic()
     todo: dict[TopicPartition, _Range] = {}
@@ -417,7 +428,19 @@ async def _after_loss(
     return resume
 
 
+def _rack_source(setting: str | None, rack: str | None) -> str:
+    if setting in (RACK_FROM_ENV, RACK_AUTO):
+        if rack is None:
+            return "none"
+        return "detected" if rack == RACK_AUTO else f"environment {CLIENT_RACK_ENV}"
+    return "option" if rack is not None else "none"
+
+
 def _fill_report(report: TaskReport, consumer: Any, started: float) -> None:
+    decision = getattr(consumer, "rack_decision", None)
+    if decision is not None:  # kafka.client.rack=auto detected the zone on this executor
+        report.client_rack = decision.rack
+        report.rack_source = decision.source
     try:
         stats = consumer.fetch_stats()
     except KafkaError:

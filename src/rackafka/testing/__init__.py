@@ -35,6 +35,7 @@ from .cluster import (
 from .compose import ComposeCluster, DockerUnavailableError, FaultInjectionUnsupportedError
 from .fake_broker import NO_RESPONSE, FakeBroker, FakeRequest
 from .secure_front import FrontStats, SecureFront
+from .spark_standalone import SparkStandaloneCluster, SparkUnavailableError
 from .zones import offline_zone_environ
 
 __all__ = [
@@ -59,6 +60,8 @@ __all__ = [
     "ProduceResult",
     "RequestRecord",
     "SecureFront",
+    "SparkStandaloneCluster",
+    "SparkUnavailableError",
     "TransactionResult",
     "TransactionalProduceResult",
     "api_key",

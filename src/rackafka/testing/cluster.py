@@ -493,6 +493,8 @@ class EmbeddedCluster(_ClientMixin):
         self._selector: tuple[str, frozenset[str] | None, bool] | None = None
         self._original_versions: dict[int, tuple[int, int]] = {}
         self._front_options: dict[str, Any] | None = None
+        #: ``"rack-aware"`` when the brokers select replicas per client rack, else ``None``.
+        self.replica_selector = replica_selector
         if replica_selector is not None and replica_selector != "rack-aware":
             raise ValueError(
                 f"replica_selector must be 'rack-aware' or None, not {replica_selector!r}"

@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import re
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping
@@ -244,30 +245,55 @@ NETWORK_SOURCES: tuple[Callable[[Mapping[str, str], float, list[str]], list[Cand
 )
 
 
+#: How long a process remembers that the metadata services gave no zone (seconds); a zone
+#: they gave is remembered for the life of the process (a process does not change zone).
+NEGATIVE_CACHE_SECONDS = 60.0
+#: The variables that change what the metadata services are asked.
+_NETWORK_ENV = (*ENDPOINT_ENV, "AWS_EC2_METADATA_DISABLED")
+_network_cache: dict[tuple[Any, ...], tuple[float, list[Candidate], list[str]]] = {}
+
+
 async def detect_candidates(
     environ: Mapping[str, str] | None = None,
     *,
     timeout: float = 1.0,
     notes: list[str] | None = None,
+    cache: bool = True,
 ) -> list[Candidate]:
     """Every candidate zone string, environment first, then the metadata services (all
     asked at once, each in a worker thread with ``timeout`` seconds).
 
     ``notes``, when given, receives a sentence for each source that was expected to
     answer and did not (a timeout, garbage), such as an EC2 hop limit in a pod.
+
+    The metadata services are asked once per process (for the same endpoint variables):
+    later calls reuse their answer, or for :data:`NEGATIVE_CACHE_SECONDS` their silence,
+    so that many consumers or Spark tasks in one process do not wait for them again.
+    ``cache=False`` asks them anew.
     """
     env = os.environ if environ is None else environ
     out = _env_sources(env) + _podinfo(env)
-    sink: list[str] = [] if notes is None else notes
-    results = await asyncio.gather(
-        *(asyncio.to_thread(source, env, timeout, sink) for source in NETWORK_SOURCES),
-        return_exceptions=True,
-    )
-    for result in results:
-        if isinstance(result, BaseException):
-            log.debug("zone source failed: %r", result)
-        else:
-            out.extend(result)
+    key = (timeout, *(env.get(name) for name in _NETWORK_ENV))
+    cached = _network_cache.get(key) if cache else None
+    now = time.monotonic()
+    if cached is None or (not cached[1] and now - cached[0] > NEGATIVE_CACHE_SECONDS):
+        found: list[Candidate] = []
+        said: list[str] = []
+        results = await asyncio.gather(
+            *(asyncio.to_thread(source, env, timeout, said) for source in NETWORK_SOURCES),
+            return_exceptions=True,
+        )
+        for result in results:
+            if isinstance(result, BaseException):
+                log.debug("zone source failed: %r", result)
+            else:
+                found.extend(result)
+        cached = (now, found, said)
+        if cache:
+            _network_cache[key] = cached
+    out.extend(cached[1])
+    if notes is not None:
+        notes.extend(cached[2])
     seen: set[str] = set()
     unique = []
     for c in out:
