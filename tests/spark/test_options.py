@@ -7,6 +7,7 @@ documented spelling, e.g. ``startingOffsets``).
 
 from __future__ import annotations
 
+import logging
 import pickle
 from typing import Any
 
@@ -66,7 +67,8 @@ def test_defaults(streaming: bool) -> None:
     assert o.client_rack == "env"  # RACKAFKA_CLIENT_RACK only: no metadata service
     assert o.poll_timeout_ms == 120_000
     assert o.offset_retries == 3
-    assert o.offset_retry_interval_ms == 1_000
+    assert o.offset_retry_interval_ms == 10  # Spark's default
+    assert o.ignored == ()
     assert o.metrics_path is None
     assert o.offsets_per_task == 1_000_000
     assert o.max_records_per_partition is None
@@ -244,20 +246,71 @@ def test_the_same_option_twice_in_two_cases() -> None:
 # -- refused options -----------------------------------------------------------------------------
 
 
-def test_unknown_option() -> None:
-    message = refused(opts(subscribeTopics="x"), "subscribetopics")
-    assert "subscribePattern" in message  # the known options are listed
+def test_unknown_options_are_ignored_with_a_warning(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spark ignores options it does not know, and hands every kafka.* option to the Java
+    consumer, which only warns: so does the source, once per process and option."""
+    monkeypatch.setattr("rackafka.spark.options._warned", set())
+    with caplog.at_level(logging.WARNING, logger="rackafka.spark.options"):
+        o = parse(subscribeTopicz="x", **{"kafka.no.such.setting": "secret-value"})
+        again = parse(subscribeTopicz="x")
+    assert dict(o.ignored) == {
+        "subscribetopicz": "not an option of the rackafka source (nor of Spark's Kafka source)",
+        "kafka.no.such.setting": "not a Kafka consumer setting rackafka knows",
+    }
+    assert again.ignored == (("subscribetopicz", dict(o.ignored)["subscribetopicz"]),)
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 2, warnings  # not repeated for the second query
+    assert any("subscribetopicz is ignored" in w for w in warnings)
+    assert any("kafka.no.such.setting is ignored" in w for w in warnings)
+    assert "secret-value" not in caplog.text  # names only, never values
+    assert o.consumer == {}
 
 
-def test_unknown_kafka_option() -> None:
-    message = refused(opts(**{"kafka.max.poll.records": "5"}), "kafka.max.poll.records")
-    assert "kafka.fetch.max.bytes" in message  # the known kafka.* options are listed
+@pytest.mark.parametrize(
+    ("option", "value", "keyword", "expected"),
+    [
+        ("kafka.max.poll.records", "5", "max_poll_records", 5),
+        ("kafka.retry.backoff.max.ms", "900", "retry_backoff_max_ms", 900),
+        ("kafka.reconnect.backoff.ms", "70", "reconnect_backoff_ms", 70),
+        ("kafka.reconnect.backoff.max.ms", "800", "reconnect_backoff_max_ms", 800),
+        ("kafka.exclude.internal.topics", "false", "exclude_internal_topics", False),
+        ("kafka.check.crcs", "false", "check_crcs", False),
+    ],
+)
+def test_kafka_consumer_settings_reach_the_consumer(
+    option: str, value: str, keyword: str, expected: Any
+) -> None:
+    o = parse(**{option: value})
+    assert o.consumer == {keyword: expected} and o.ignored == ()
+    assert o.consumer_kwargs()[keyword] == expected
 
 
 @pytest.mark.parametrize(
     "option",
     [
         "kafka.group.id",
+        "kafka.group.instance.id",
+        "kafka.session.timeout.ms",
+        "kafka.heartbeat.interval.ms",
+        "kafka.partition.assignment.strategy",
+        "kafka.max.poll.interval.ms",
+        "kafka.receive.buffer.bytes",
+        "kafka.default.api.timeout.ms",
+        "groupIdPrefix",
+    ],
+)
+def test_settings_without_use_here_are_accepted_and_ignored(option: str) -> None:
+    """Spark accepts kafka.group.id and groupIdPrefix; tasks use no consumer group."""
+    o = parse(**{option: "1"})
+    assert len(o.ignored) == 1 and o.ignored[0][0] == option, o.ignored
+    assert o.consumer == {}
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
         "kafka.auto.offset.reset",
         "kafka.enable.auto.commit",
         "kafka.key.deserializer",
@@ -279,7 +332,6 @@ def test_options_the_source_owns_are_refused(option: str) -> None:
         "startingOffsetsByTimestampStrategy",
         "minOffsetsPerTrigger",
         "maxTriggerDelay",
-        "groupIdPrefix",
     ],
 )
 @pytest.mark.parametrize("streaming", [False, True])
@@ -413,8 +465,11 @@ def test_json_offsets_must_be_assigned_partitions(option: str) -> None:
 # -- numbers and booleans ------------------------------------------------------------------------
 
 
-def test_max_offsets_per_trigger_refused_in_batch() -> None:
-    refused(opts(maxOffsetsPerTrigger="10"), "maxOffsetsPerTrigger", "streaming")
+def test_max_offsets_per_trigger_is_ignored_in_batch() -> None:
+    # As Spark: a warning, and the batch reads its whole range.
+    o = parse(maxOffsetsPerTrigger="10")
+    assert o.max_offsets_per_trigger is None
+    assert o.ignored == (("maxOffsetsPerTrigger", "for streaming queries only"),)
 
 
 NUMBERS = [

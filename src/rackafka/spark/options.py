@@ -8,6 +8,7 @@ Spark hands the options over case-insensitively (lower-cased); so does :func:`pa
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from collections.abc import Mapping
@@ -29,6 +30,8 @@ __all__ = [
     "parse_options",
     "resolve_client_rack",
 ]
+
+log = logging.getLogger(__name__)
 
 #: The environment variable that gives each executor its rack (``kafka.client.rack`` unset,
 #: ``env`` or ``auto``).
@@ -52,8 +55,8 @@ class InvalidOptionError(KafkaConfigurationError, ValueError):
     """
 
 
-# Spark's Kafka consumer property names, mapped to AIOKafkaConsumer keywords, with the
-# type their value is converted to.
+# Kafka consumer settings (``kafka.`` + the Java client's name) that the tasks' consumers
+# take, mapped to AIOKafkaConsumer keywords, with the type their value is converted to.
 _CONSUMER_OPTIONS: dict[str, tuple[str, type]] = {
     "kafka.client.id": ("client_id", str),
     "kafka.isolation.level": ("isolation_level", str),
@@ -61,21 +64,61 @@ _CONSUMER_OPTIONS: dict[str, tuple[str, type]] = {
     "kafka.fetch.min.bytes": ("fetch_min_bytes", int),
     "kafka.fetch.max.wait.ms": ("fetch_max_wait_ms", int),
     "kafka.max.partition.fetch.bytes": ("max_partition_fetch_bytes", int),
+    "kafka.max.poll.records": ("max_poll_records", int),
     "kafka.request.timeout.ms": ("request_timeout_ms", int),
     "kafka.retry.backoff.ms": ("retry_backoff_ms", int),
+    "kafka.retry.backoff.max.ms": ("retry_backoff_max_ms", int),
+    "kafka.reconnect.backoff.ms": ("reconnect_backoff_ms", int),
+    "kafka.reconnect.backoff.max.ms": ("reconnect_backoff_max_ms", int),
     "kafka.metadata.max.age.ms": ("metadata_max_age_ms", int),
     "kafka.connections.max.idle.ms": ("connections_max_idle_ms", int),
     "kafka.check.crcs": ("check_crcs", bool),
+    "kafka.exclude.internal.topics": ("exclude_internal_topics", bool),
 }
 
-# Kafka consumer properties that the source sets itself (as Spark's source does).
+# Kafka consumer properties that the source sets itself and refuses, as Spark's source does.
 _OWNED_BY_SOURCE = {
-    "kafka.group.id": "the source reads offset ranges without a consumer group",
     "kafka.auto.offset.reset": "use startingOffsets; where records are gone, failOnDataLoss",
     "kafka.enable.auto.commit": "the source keeps its offsets in Spark's checkpoint",
     "kafka.key.deserializer": "keys are always read as binary; cast them in a query",
     "kafka.value.deserializer": "values are always read as binary; cast them in a query",
-    "kafka.interceptor.classes": "rackafka is not the Java client",
+    "kafka.interceptor.classes": "the source adds none, as Spark's does not",
+}
+
+_NO_GROUP = "tasks read their offset ranges without a consumer group and commit nothing"
+_JAVA_ONLY = "a setting of the Java client that rackafka's consumer has no use for"
+#: Kafka consumer settings that are accepted and ignored (a WARNING names them), and why.
+IGNORED_CONSUMER_OPTIONS: dict[str, str] = {
+    "kafka.group.id": _NO_GROUP,
+    "kafka.group.instance.id": _NO_GROUP,
+    "kafka.group.protocol": _NO_GROUP,
+    "kafka.group.remote.assignor": _NO_GROUP,
+    "kafka.partition.assignment.strategy": _NO_GROUP,
+    "kafka.session.timeout.ms": _NO_GROUP,
+    "kafka.heartbeat.interval.ms": _NO_GROUP,
+    "kafka.max.poll.interval.ms": _NO_GROUP,
+    "kafka.auto.commit.interval.ms": _NO_GROUP,
+    "kafka.default.api.timeout.ms": "the source's own timeouts apply "
+    "(kafkaConsumer.pollTimeoutMs, fetchOffset.*)",
+    "kafka.allow.auto.create.topics": "the source never creates topics",
+    "kafka.receive.buffer.bytes": _JAVA_ONLY,
+    "kafka.send.buffer.bytes": _JAVA_ONLY,
+    "kafka.socket.connection.setup.timeout.ms": _JAVA_ONLY,
+    "kafka.socket.connection.setup.timeout.max.ms": _JAVA_ONLY,
+    "kafka.client.dns.lookup": _JAVA_ONLY,
+    "kafka.metadata.recovery.strategy": _JAVA_ONLY,
+    "kafka.metadata.recovery.rebootstrap.trigger.ms": _JAVA_ONLY,
+    "kafka.metric.reporters": _JAVA_ONLY,
+    "kafka.metrics.num.samples": _JAVA_ONLY,
+    "kafka.metrics.recording.level": _JAVA_ONLY,
+    "kafka.metrics.sample.window.ms": _JAVA_ONLY,
+    "kafka.auto.include.jmx.reporter": _JAVA_ONLY,
+    "kafka.enable.metrics.push": _JAVA_ONLY,
+    "kafka.security.providers": _JAVA_ONLY,
+}
+#: Options of Spark's Kafka source that are accepted and ignored, and why.
+IGNORED_SOURCE_OPTIONS: dict[str, str] = {
+    "groupidprefix": _NO_GROUP,
 }
 
 # Options of Spark's Kafka source that rackafka does not offer (yet): a clear error rather
@@ -88,7 +131,6 @@ _NOT_SUPPORTED = (
     "startingoffsetsbytimestampstrategy",
     "minoffsetspertrigger",
     "maxtriggerdelay",
-    "groupidprefix",
 )
 
 _SOURCE_OPTIONS = (
@@ -175,7 +217,7 @@ class SourceOptions:
     client_rack: str | None = RACK_FROM_ENV
     poll_timeout_ms: int = 120_000
     offset_retries: int = 3
-    offset_retry_interval_ms: int = 1_000
+    offset_retry_interval_ms: int = 10
     metrics_path: str | None = None
     #: About how many offsets one Spark task reads (small ranges are read together).
     offsets_per_task: int = 1_000_000
@@ -185,6 +227,8 @@ class SourceOptions:
     consumer: Mapping[str, Any] = field(default_factory=dict)
     #: ``kafka.security.protocol``, ``kafka.ssl.*``, ``kafka.sasl.*`` (secrets hidden).
     security: SecuritySettings | None = None
+    #: Options accepted and ignored, with why (logged once per process as a WARNING).
+    ignored: tuple[tuple[str, str], ...] = ()
 
     def consumer_kwargs(self) -> dict[str, Any]:
         """Keywords for a consumer of this read, TLS context and credentials included
@@ -308,16 +352,20 @@ def _offset_spec(key: str, value: str, allowed: tuple[str, ...]) -> OffsetSpec:
     return OffsetSpec("offsets", offsets)
 
 
-def _consumer_option(key: str, value: str, consumer: dict[str, Any]) -> None:
+def _consumer_option(
+    key: str, value: str, consumer: dict[str, Any], ignored: dict[str, str]
+) -> None:
     if key in _OWNED_BY_SOURCE:
         raise InvalidOptionError(f"option {key} is not supported: {_OWNED_BY_SOURCE[key]}")
+    if key in IGNORED_CONSUMER_OPTIONS:
+        ignored[key] = IGNORED_CONSUMER_OPTIONS[key]
+        return
     spec = _CONSUMER_OPTIONS.get(key)
     if spec is None:
-        known = ", ".join(sorted(_CONSUMER_OPTIONS))
-        raise InvalidOptionError(
-            f"unknown Kafka consumer option {key}; the kafka.* options rackafka knows are "
-            f"kafka.bootstrap.servers, kafka.client.rack, {known}"
-        )
+        # Spark hands every kafka.* option to the Java consumer, which only warns about
+        # names it does not know; so does this source.
+        ignored[key] = "not a Kafka consumer setting rackafka knows"
+        return
     keyword, kind = spec
     if kind is int:
         consumer[keyword] = _int(key, value, 0)
@@ -350,6 +398,19 @@ def _check_consumer(servers: str, consumer: dict[str, Any]) -> None:
         raise InvalidOptionError(f"invalid Kafka consumer option: {message}") from None
 
 
+_warned: set[tuple[str, str]] = set()
+
+
+def _warn_ignored(ignored: Mapping[str, str]) -> None:
+    """A WARNING for each ignored option, once per process (queries parse options often)."""
+    for key, why in sorted(ignored.items()):
+        if (key, why) in _warned:
+            continue
+        if len(_warned) < 1024:
+            _warned.add((key, why))
+        log.warning("rackafka source: option %s is ignored: %s", key, why)
+
+
 def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
     """Check the options of a read and turn them into :class:`SourceOptions`.
 
@@ -371,6 +432,7 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
         opts[key] = "" if raw_value is None else str(raw_value)
 
     consumer: dict[str, Any] = {}
+    ignored: dict[str, str] = {}
     for key in sorted(opts):
         if key in _NOT_SUPPORTED:
             raise InvalidOptionError(
@@ -379,13 +441,13 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
         if key in _SOURCE_OPTIONS or key in SECURITY_OPTIONS:
             continue
         if key.startswith("kafka."):
-            _consumer_option(key, opts[key], consumer)
+            _consumer_option(key, opts[key], consumer, ignored)
             continue
-        raise InvalidOptionError(
-            f"unknown option {key!r} for the rackafka source; known options: "
-            + ", ".join(_name(k) for k in _SOURCE_OPTIONS)
-            + " and kafka.* consumer options"
-        )
+        if key in IGNORED_SOURCE_OPTIONS:
+            ignored[_name(key)] = IGNORED_SOURCE_OPTIONS[key]
+            continue
+        # Spark ignores options it does not know (a typo goes unnoticed there): warn.
+        ignored[key] = "not an option of the rackafka source (nor of Spark's Kafka source)"
 
     servers = opts.get("kafka.bootstrap.servers", "").strip()
     if not servers:
@@ -443,9 +505,10 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
 
     max_per_trigger = None
     if "maxoffsetspertrigger" in opts:
-        if not streaming:
-            raise InvalidOptionError("option maxOffsetsPerTrigger is for streaming queries only")
-        max_per_trigger = _int("maxoffsetspertrigger", opts["maxoffsetspertrigger"], 1)
+        if streaming:
+            max_per_trigger = _int("maxoffsetspertrigger", opts["maxoffsetspertrigger"], 1)
+        else:  # as Spark: a warning, and the batch reads its whole range
+            ignored["maxOffsetsPerTrigger"] = "for streaming queries only"
     min_partitions = None
     if "minpartitions" in opts:
         min_partitions = _int("minpartitions", opts["minpartitions"], 1)
@@ -455,7 +518,9 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
     rack_setting = opts.get("kafka.client.rack", RACK_FROM_ENV).strip()
     client_rack: str | None = rack_setting or None
 
+    _warn_ignored(ignored)
     return SourceOptions(
+        ignored=tuple(sorted(ignored.items())),
         bootstrap_servers=servers,
         strategy=_name(strategy),
         topics=topics,
@@ -473,7 +538,7 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
         ),
         offset_retries=_int("fetchoffset.numretries", opts.get("fetchoffset.numretries", "3"), 0),
         offset_retry_interval_ms=_int(
-            "fetchoffset.retryintervalms", opts.get("fetchoffset.retryintervalms", "1000"), 0
+            "fetchoffset.retryintervalms", opts.get("fetchoffset.retryintervalms", "10"), 0
         ),
         metrics_path=opts.get("rackafka.metricspath") or None,
         offsets_per_task=_int(
