@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import ssl
+import struct
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -362,6 +364,40 @@ async def test_tls_failures_are_clear_and_quick(pki: dict[str, Any], case: str) 
     finally:
         await consumer.stop()
         await broker.close()
+
+
+@pytest.mark.parametrize("how", ["close", "reset"])
+async def test_a_broker_that_hangs_up_after_the_tls_handshake_is_a_tls_refusal(
+    pki: dict[str, Any], how: str
+) -> None:
+    """With TLS 1.3 a broker that wants a client certificate finishes the handshake on the
+    client's side, then hangs up when our first request arrives: with a FIN, or with a
+    reset when that request is still unread. Both are the same refusal."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(4)  # the first request has arrived
+        if how == "reset":
+            sock = writer.get_extra_info("socket")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            writer.transport.abort()
+        else:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=pki["server"])
+    port = server.sockets[0].getsockname()[1]
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=f"127.0.0.1:{port}",
+        security_protocol="SSL",
+        ssl_context=create_ssl_context(cafile=pki["ca"]),
+        retry_backoff_ms=50,
+    )
+    try:
+        with pytest.raises(SslAuthenticationError, match="client certificate"):
+            await consumer.start()
+    finally:
+        await consumer.stop()
+        server.close()
+        await server.wait_closed()
 
 
 async def test_host_name_is_verified(pki: dict[str, Any], tmp_path: Path) -> None:

@@ -411,6 +411,10 @@ class Connection:
         except asyncio.CancelledError:
             raise
         except (OSError, KafkaError) as exc:
+            if isinstance(exc, ConnectionResetError) and self._before_first_tls_answer():
+                # The same refusal as an EOF below, when the broker's close found our first
+                # request unread: the kernel then resets the connection.
+                exc = self._tls_refusal()
             self.close(exc)
         except Exception as exc:  # pragma: no cover - defensive: never leave waiters hanging
             log.exception("%s: reader failed", self)
@@ -419,14 +423,8 @@ class Connection:
     def _received(self, data: bytes) -> None:
         """Split ``data`` into frames and dispatch them."""
         if not data:
-            if self.versions is None and self.security is not None and self.security.uses_tls:
-                # Closed right after the TLS handshake, before any answer: with TLS 1.3 a
-                # broker refuses a client certificate (or its absence) this way.
-                raise SslAuthenticationError(
-                    f"the broker at {self.host}:{self.port} closed the TLS connection before "
-                    "answering: it may require a client certificate (mutual TLS: "
-                    "create_ssl_context(certfile=..., keyfile=...)) or refuse this one"
-                )
+            if self._before_first_tls_answer():
+                raise self._tls_refusal()
             raise KafkaConnectionError(
                 f"connection to {self.host}:{self.port} closed by the broker"
             )
@@ -435,6 +433,19 @@ class Connection:
         fb.feed(data)
         for frame in fb.frames():
             self._dispatch(frame)
+
+    def _before_first_tls_answer(self) -> bool:
+        return self.versions is None and self.security is not None and self.security.uses_tls
+
+    def _tls_refusal(self) -> SslAuthenticationError:
+        # Closed right after the TLS handshake, before any answer: with TLS 1.3 a broker
+        # refuses a client certificate (or its absence) this way, after the client has
+        # finished its side of the handshake.
+        return SslAuthenticationError(
+            f"the broker at {self.host}:{self.port} closed the TLS connection before "
+            "answering: it may require a client certificate (mutual TLS: "
+            "create_ssl_context(certfile=..., keyfile=...)) or refuse this one"
+        )
 
     def _dispatch(self, frame: bytes | bytearray) -> None:
         corr = frames.peek_correlation_id(frame)
