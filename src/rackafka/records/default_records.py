@@ -29,6 +29,10 @@ from rackafka.errors import CorruptRecordException, RecordTooLargeError, Unsuppo
 from rackafka.records._varint import ZIGZAG1, ZIGZAG2, VarintError, read_varint
 from rackafka.records.compression import CODEC_NAMES, DEFAULT_MAX_DECOMPRESSED_SIZE, decompress
 
+_gc_isenabled = gc.isenabled
+_gc_disable = gc.disable
+_gc_enable = gc.enable
+
 __all__ = [
     "HEADER",
     "HEADER_SIZE",
@@ -307,6 +311,15 @@ class RecordBatch:
                 raise self._error(f"{count} records cannot fit in {end} bytes of decompressed data")
         attributes = self.attributes
         lat = self.max_timestamp if attributes & 0x08 else None
+        # The cyclic GC is paused while the batch is decoded. Decoding allocates several
+        # tuples per record, all alive until the batch is handed over: a running collector
+        # would walk the young records every few hundred of them and promote them, to walk
+        # them again in the older generations while the user still holds them. Paused, it
+        # runs once after the batch. Records form no cycles, the pause lasts one batch
+        # (bounded by the fetch size), and a collector the application disabled stays off.
+        paused = _gc_isenabled()
+        if paused:
+            _gc_disable()
         try:
             return _decode(
                 buf,
@@ -322,6 +335,9 @@ class RecordBatch:
             )
         except _Corrupt as exc:
             raise self._error(exc.args[0]) from None
+        finally:
+            if paused:
+                _gc_enable()
 
     def __iter__(self) -> Any:
         """Iterate over :meth:`records` tuples."""
@@ -355,46 +371,6 @@ class RecordBatch:
 
 
 def _decode(
-    buf: bytes,
-    pos: int,
-    end: int,
-    count: int,
-    base_offset: int,
-    base_ts: int,
-    tt: int,
-    lat: int | None,
-    factory: RecordFactory | None,
-    last_offset: int,
-) -> list[Any]:
-    """Decode ``count`` records (see :func:`_decode_records`) with the cyclic GC paused.
-
-    Decoding allocates several tuples per record, all of which live until the batch is
-    handed over: with the collector running, every few hundred of them it would walk
-    the young records and promote them, so that they are walked again by the older
-    generations while the user still holds them. Paused, it runs once per batch after
-    decoding. Records form no reference cycles, the pause lasts one batch (bounded by
-    the fetch size and ``max_records``), and a collector the application disabled stays
-    off.
-    """
-    if not _gc_isenabled():
-        return _decode_records(
-            buf, pos, end, count, base_offset, base_ts, tt, lat, factory, last_offset
-        )
-    _gc_disable()
-    try:
-        return _decode_records(
-            buf, pos, end, count, base_offset, base_ts, tt, lat, factory, last_offset
-        )
-    finally:
-        _gc_enable()
-
-
-_gc_isenabled = gc.isenabled
-_gc_disable = gc.disable
-_gc_enable = gc.enable
-
-
-def _decode_records(
     buf: bytes,
     pos: int,
     end: int,
