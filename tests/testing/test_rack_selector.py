@@ -159,3 +159,42 @@ async def test_a_down_replica_is_never_named(cluster: EmbeddedCluster) -> None:
             assert answer.batches
     finally:
         cluster.broker_up(down)
+
+
+def test_the_front_answers_look_ups_by_timestamp(cluster: EmbeddedCluster) -> None:
+    """The mock brokers answer -1 to every ListOffsets by time; the front finds the first
+    record at or after the timestamp, as a broker's time index does, batch by batch and
+    inside compressed batches."""
+    topic = "timed"
+    cluster.create_topic(topic, partitions=2, replication_factor=3)
+    t0 = (int(time.time()) - 7200) * 1000
+    for step in range(4):  # offsets 10*step .. 10*step+9 at t0 + step minutes
+        cluster.produce(
+            topic, 10, partition=0, timestamp_ms=t0 + step * 60_000, compression="lz4"
+        )
+    cluster.produce(topic, 3, partition=1, timestamp_ms=t0)
+    tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+
+    async def look_up() -> list[dict[TopicPartition, tuple[int, int] | None]]:
+        consumer: AIOKafkaConsumer[bytes, bytes] = AIOKafkaConsumer(
+            bootstrap_servers=cluster.bootstrap_servers
+        )
+        await consumer.start()
+        try:
+            out = []
+            for ts in (t0, t0 + 1, t0 + 120_000, t0 + 180_000, t0 + 180_001):
+                found = await consumer.offsets_for_times({tp0: ts, tp1: ts})
+                out.append({tp: (f.offset, f.timestamp) if f else None for tp, f in found.items()})
+            return out
+        finally:
+            await consumer.stop()
+
+    answers = asyncio.run(look_up())
+    assert [a[tp0] for a in answers] == [
+        (0, t0),
+        (10, t0 + 60_000),
+        (20, t0 + 120_000),
+        (30, t0 + 180_000),
+        None,
+    ]
+    assert [a[tp1] for a in answers] == [(0, t0), None, None, None, None]

@@ -11,7 +11,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -121,18 +121,6 @@ IGNORED_SOURCE_OPTIONS: dict[str, str] = {
     "groupidprefix": _NO_GROUP,
 }
 
-# Options of Spark's Kafka source that rackafka does not offer (yet): a clear error rather
-# than a silently different query.
-_NOT_SUPPORTED = (
-    "startingoffsetsbytimestamp",
-    "endingoffsetsbytimestamp",
-    "startingtimestamp",
-    "endingtimestamp",
-    "startingoffsetsbytimestampstrategy",
-    "minoffsetspertrigger",
-    "maxtriggerdelay",
-)
-
 _SOURCE_OPTIONS = (
     "kafka.bootstrap.servers",
     "kafka.client.rack",
@@ -151,6 +139,13 @@ _SOURCE_OPTIONS = (
     "rackafka.metricspath",
     "rackafka.offsetspertask",
     "maxrecordsperpartition",
+    "startingoffsetsbytimestamp",
+    "endingoffsetsbytimestamp",
+    "startingtimestamp",
+    "endingtimestamp",
+    "startingoffsetsbytimestampstrategy",
+    "minoffsetspertrigger",
+    "maxtriggerdelay",
 )
 
 # The names as users write them, for messages.
@@ -185,14 +180,32 @@ def _name(key: str) -> str:
 
 @dataclass(frozen=True)
 class OffsetSpec:
-    """Where reading starts or ends: ``earliest``, ``latest`` or offsets per partition.
+    """Where reading starts or ends: ``earliest``, ``latest``, offsets or timestamps.
 
-    ``offsets`` maps ``(topic, partition)`` to an offset, :data:`EARLIEST` (-2) or
-    :data:`LATEST` (-1); it is set only when ``kind`` is ``"offsets"``.
+    ``kind`` is ``"offsets"`` (``startingOffsets``/``endingOffsets`` as JSON): ``offsets``
+    maps ``(topic, partition)`` to an offset, :data:`EARLIEST` (-2) or :data:`LATEST` (-1).
+    ``"timestamps"`` (``startingOffsetsByTimestamp``/``endingOffsetsByTimestamp``):
+    ``offsets`` maps ``(topic, partition)`` to a timestamp in milliseconds, and the offset is
+    that of the first record at or after it. ``"timestamp"`` (``startingTimestamp``/
+    ``endingTimestamp``): the same with ``timestamp`` for every partition.
     """
 
-    kind: Literal["earliest", "latest", "offsets"]
+    kind: Literal["earliest", "latest", "offsets", "timestamps", "timestamp"]
     offsets: Mapping[tuple[str, int], int] = field(default_factory=dict)
+    timestamp: int | None = None
+
+    @property
+    def by_time(self) -> bool:
+        """Whether the offsets are looked up by timestamp."""
+        return self.kind in ("timestamps", "timestamp")
+
+    def timestamps(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """The timestamp to look up for each of ``partitions`` that the spec names."""
+        if self.kind == "timestamp":
+            return {tp: self.timestamp for tp in partitions if self.timestamp is not None}
+        if self.kind == "timestamps":
+            return {tp: self.offsets[tp] for tp in partitions if tp in self.offsets}
+        return {}
 
 
 @dataclass(frozen=True)
@@ -208,6 +221,13 @@ class SourceOptions:
     starting: OffsetSpec | None = None
     ending: OffsetSpec | None = None
     max_offsets_per_trigger: int | None = None
+    #: ``minOffsetsPerTrigger``: a micro-batch waits for this many new offsets...
+    min_offsets_per_trigger: int | None = None
+    #: ...or for ``maxTriggerDelay`` (milliseconds) since the last micro-batch.
+    max_trigger_delay_ms: int = 15 * 60 * 1000
+    #: ``startingOffsetsByTimestampStrategy``: ``"error"`` fails a read whose start
+    #: timestamp is after a partition's last record; ``"latest"`` starts it at its end.
+    by_timestamp_strategy: Literal["error", "latest"] = "error"
     min_partitions: int | None = None
     include_headers: bool = False
     fail_on_data_loss: bool = True
@@ -352,6 +372,82 @@ def _offset_spec(key: str, value: str, allowed: tuple[str, ...]) -> OffsetSpec:
     return OffsetSpec("offsets", offsets)
 
 
+def _timestamps(key: str, value: str) -> OffsetSpec:
+    """``{"topicA":{"0":1700000000000}}``: a timestamp (ms) per partition."""
+    parsed = _json_object(key, value.strip())
+    times: dict[tuple[str, int], int] = {}
+    for topic, parts in parsed.items():
+        if not isinstance(parts, dict) or not parts:
+            raise InvalidOptionError(
+                f"option {_name(key)}: topic {topic!r} must map partitions to timestamps in "
+                f'milliseconds, as in {{{json.dumps(topic)}:{{"0":1700000000000}}}}'
+            )
+        for p, ts in parts.items():
+            partition = int(p) if isinstance(p, str) and re.fullmatch(r"[0-9]+", p) else -1
+            if partition < 0:
+                raise InvalidOptionError(
+                    f"option {_name(key)}: {p!r} of topic {topic!r} is not a partition number"
+                )
+            if not isinstance(ts, int) or isinstance(ts, bool) or ts < 0:
+                raise InvalidOptionError(
+                    f"option {_name(key)}: the timestamp of {topic}-{partition} must be "
+                    f"milliseconds since the epoch (0 or more), not {ts!r}"
+                )
+            times[(topic, partition)] = ts
+    return OffsetSpec("timestamps", times)
+
+
+# Spark's time strings (``maxTriggerDelay``): a number and a unit, milliseconds by default.
+_TIME_UNITS_MS = {"us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000}
+_TIME_UNITS_MS["d"] = 24 * _TIME_UNITS_MS["h"]
+
+
+def _duration_ms(key: str, value: str) -> int:
+    match = re.fullmatch(r"([0-9]+)\s*([a-z]*)", value.strip().lower())
+    if not match or match.group(2) not in (*_TIME_UNITS_MS, ""):
+        raise InvalidOptionError(
+            f"option {_name(key)} must be a duration such as '15m', '30s' or '500ms', not {value!r}"
+        )
+    return int(int(match.group(1)) * _TIME_UNITS_MS.get(match.group(2) or "ms", 1))
+
+
+def _start_and_end(
+    opts: Mapping[str, str], streaming: bool
+) -> tuple[OffsetSpec | None, OffsetSpec | None]:
+    """``startingOffsets``/``endingOffsets`` and their timestamp forms, which take precedence
+    as in Spark: ``*Timestamp`` over ``*OffsetsByTimestamp`` over ``*Offsets``."""
+    starting = ending = None
+    if "startingtimestamp" in opts:
+        starting = OffsetSpec(
+            "timestamp", timestamp=_int("startingtimestamp", opts["startingtimestamp"], 0)
+        )
+    elif "startingoffsetsbytimestamp" in opts:
+        starting = _timestamps("startingoffsetsbytimestamp", opts["startingoffsetsbytimestamp"])
+    elif "startingoffsets" in opts:
+        allowed = ("earliest", "latest") if streaming else ("earliest",)
+        starting = _offset_spec("startingoffsets", opts["startingoffsets"], allowed)
+        if not streaming and any(v == LATEST for v in starting.offsets.values()):
+            raise InvalidOptionError(
+                "option startingOffsets cannot use -1 (latest) in a batch query"
+            )
+    ends = [
+        k for k in ("endingtimestamp", "endingoffsetsbytimestamp", "endingoffsets") if k in opts
+    ]
+    if ends and streaming:
+        raise InvalidOptionError(f"option {_name(ends[0])} is for batch queries only")
+    if "endingtimestamp" in opts:
+        ending = OffsetSpec(
+            "timestamp", timestamp=_int("endingtimestamp", opts["endingtimestamp"], 0)
+        )
+    elif "endingoffsetsbytimestamp" in opts:
+        ending = _timestamps("endingoffsetsbytimestamp", opts["endingoffsetsbytimestamp"])
+    elif "endingoffsets" in opts:
+        ending = _offset_spec("endingoffsets", opts["endingoffsets"], ("latest",))
+        if any(v == EARLIEST for v in ending.offsets.values()):
+            raise InvalidOptionError("option endingOffsets cannot use -2 (earliest)")
+    return starting, ending
+
+
 def _consumer_option(
     key: str, value: str, consumer: dict[str, Any], ignored: dict[str, str]
 ) -> None:
@@ -434,10 +530,6 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
     consumer: dict[str, Any] = {}
     ignored: dict[str, str] = {}
     for key in sorted(opts):
-        if key in _NOT_SUPPORTED:
-            raise InvalidOptionError(
-                f"option {_name(key)} of Spark's Kafka source is not supported by rackafka"
-            )
         if key in _SOURCE_OPTIONS or key in SECURITY_OPTIONS:
             continue
         if key.startswith("kafka."):
@@ -480,22 +572,11 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
     else:
         assigned = _assign(opts["assign"])
 
-    starting = ending = None
-    if "startingoffsets" in opts:
-        allowed = ("earliest", "latest") if streaming else ("earliest",)
-        starting = _offset_spec("startingoffsets", opts["startingoffsets"], allowed)
-        if not streaming and any(v == LATEST for v in starting.offsets.values()):
-            raise InvalidOptionError(
-                "option startingOffsets cannot use -1 (latest) in a batch query"
-            )
-    if "endingoffsets" in opts:
-        if streaming:
-            raise InvalidOptionError("option endingOffsets is for batch queries only")
-        ending = _offset_spec("endingoffsets", opts["endingoffsets"], ("latest",))
-        if any(v == EARLIEST for v in ending.offsets.values()):
-            raise InvalidOptionError("option endingOffsets cannot use -2 (earliest)")
+    starting, ending = _start_and_end(opts, streaming)
     for spec, key in ((starting, "startingoffsets"), (ending, "endingoffsets")):
-        if spec is not None and spec.kind == "offsets" and strategy == "assign":
+        if spec is not None and spec.kind in ("offsets", "timestamps") and strategy == "assign":
+            if spec.kind == "timestamps":
+                key = key.replace("offsets", "offsetsbytimestamp")
             extra = sorted(set(spec.offsets) - set(assigned))
             if extra:
                 raise InvalidOptionError(
@@ -503,12 +584,30 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
                     + ", ".join(f"{t}-{p}" for t, p in extra)
                 )
 
-    max_per_trigger = None
-    if "maxoffsetspertrigger" in opts:
-        if streaming:
+    max_per_trigger = min_per_trigger = None
+    delay_ms = 15 * 60 * 1000
+    if streaming:
+        if "maxoffsetspertrigger" in opts:
             max_per_trigger = _int("maxoffsetspertrigger", opts["maxoffsetspertrigger"], 1)
-        else:  # as Spark: a warning, and the batch reads its whole range
-            ignored["maxOffsetsPerTrigger"] = "for streaming queries only"
+        if "minoffsetspertrigger" in opts:
+            min_per_trigger = _int("minoffsetspertrigger", opts["minoffsetspertrigger"], 1)
+        if "maxtriggerdelay" in opts:
+            delay_ms = _duration_ms("maxtriggerdelay", opts["maxtriggerdelay"])
+        if min_per_trigger and max_per_trigger and min_per_trigger > max_per_trigger:
+            raise InvalidOptionError(
+                f"option minOffsetsPerTrigger ({min_per_trigger}) is higher than "
+                f"maxOffsetsPerTrigger ({max_per_trigger})"
+            )
+    else:  # as Spark: a warning, and the batch reads its whole range
+        for key in ("maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay"):
+            if key in opts:
+                ignored[_name(key)] = "for streaming queries only"
+    by_ts_strategy = opts.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
+    if by_ts_strategy not in ("error", "latest"):
+        raise InvalidOptionError(
+            "option startingOffsetsByTimestampStrategy must be 'error' or 'latest', "
+            f"not {opts['startingoffsetsbytimestampstrategy']!r}"
+        )
     min_partitions = None
     if "minpartitions" in opts:
         min_partitions = _int("minpartitions", opts["minpartitions"], 1)
@@ -529,6 +628,9 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
         starting=starting,
         ending=ending,
         max_offsets_per_trigger=max_per_trigger,
+        min_offsets_per_trigger=min_per_trigger,
+        max_trigger_delay_ms=delay_ms,
+        by_timestamp_strategy=by_ts_strategy,  # type: ignore[arg-type]
         min_partitions=min_partitions,
         include_headers=_bool("includeheaders", opts.get("includeheaders", "false")),
         fail_on_data_loss=_bool("failondataloss", opts.get("failondataloss", "true")),

@@ -446,6 +446,11 @@ class EmbeddedCluster(_ClientMixin):
             :meth:`emulate_rack_aware_selector` or :meth:`set_preferred_read_replica`,
             which set one hint for every client.
 
+    The mock brokers answer every look-up by timestamp (``offsets_for_times``, ListOffsets
+    with a timestamp) with "no such record"; a cluster with a front (``security_protocol``
+    other than PLAINTEXT, or ``replica_selector``) answers them from the records, as a
+    broker's time index does.
+
     Raises:
         ConfluentKafkaMissingError: (an :class:`ImportError`) confluent-kafka is not installed.
     """

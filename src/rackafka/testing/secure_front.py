@@ -20,7 +20,7 @@ import struct
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,7 @@ from rackafka.protocol import frames
 from rackafka.protocol.apis.api_versions import API_VERSIONS
 from rackafka.protocol.apis.fetch import FETCH
 from rackafka.protocol.apis.find_coordinator import FIND_COORDINATOR
+from rackafka.protocol.apis.list_offsets import LIST_OFFSETS
 from rackafka.protocol.apis.metadata import METADATA
 from rackafka.protocol.apis.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from rackafka.protocol.schema import UUID_ZERO, Api
@@ -637,6 +638,84 @@ class SecureFront:
         )
         return frames.encode_response(FETCH, version, corr, response)
 
+    async def _list_offsets(self, node_id: int, request: Any, version: int, corr: int) -> bytes:
+        """ListOffsets with timestamps, answered from the records as a broker's time index
+        would (the mock brokers answer -1 to every look-up by time)."""
+        from rackafka.structs import TopicPartition
+
+        cluster = await self._cluster()
+        response = await self._router.send(node_id, LIST_OFFSETS, request, version=version)
+        wanted = {
+            (t.name, p.partition_index): p.timestamp
+            for t in request.topics
+            for p in t.partitions
+            if p.timestamp >= 0
+        }
+        for t in response.topics:
+            for p in t.partitions:
+                ts = wanted.get((t.name, p.partition_index))
+                if ts is None or p.error_code != 0:
+                    continue
+                info = cluster.partition(TopicPartition(t.name, p.partition_index))
+                leader = info.leader if info is not None else node_id
+                p.offset, p.timestamp = await self._offset_at(leader, t.name, p, ts)
+        return frames.encode_response(LIST_OFFSETS, version, corr, response)
+
+    async def _offset_at(self, leader: int, topic: str, p: Any, ts: int) -> tuple[int, int]:
+        """The first record at or after ``ts`` in the partition, read from its start."""
+        from rackafka.records import iter_batches
+
+        first = LIST_OFFSETS.Request(
+            replica_id=-1,
+            isolation_level=0,
+            topics=[
+                {
+                    "name": topic,
+                    "partitions": [{"partition_index": p.partition_index, "timestamp": -2}],
+                }
+            ],
+        )
+        start = await self._router.send(leader, LIST_OFFSETS, first, version=1)
+        at = start.topics[0].partitions[0].offset
+        while True:
+            sub = FETCH.Request(
+                replica_id=-1,
+                max_wait_ms=0,
+                min_bytes=0,
+                max_bytes=1 << 20,
+                isolation_level=0,
+                session_id=0,
+                session_epoch=-1,
+                topics=[
+                    {
+                        "topic": topic,
+                        "partitions": [
+                            {
+                                "partition": p.partition_index,
+                                "fetch_offset": at,
+                                "partition_max_bytes": 1 << 20,
+                            }
+                        ],
+                    }
+                ],
+                forgotten_topics_data=[],
+                rack_id="",
+            )
+            answer = (await self._router.send(leader, FETCH, sub, version=11)).responses[0]
+            data = answer.partitions[0].records or b""
+            progressed = False
+            for batch in iter_batches(data):
+                if batch.next_offset <= at:
+                    continue
+                progressed = True
+                if not getattr(batch, "is_control", False):
+                    for offset, stamp, *_rest in batch.records():
+                        if offset >= at and stamp >= ts:
+                            return offset, stamp
+                at = batch.next_offset
+            if not progressed:
+                return -1, -1
+
 
 def _empty_partition(partition: int, error_code: int) -> dict[str, Any]:
     return {
@@ -762,8 +841,14 @@ class _FrontConnection:
             if self.expires_at is not None and time.monotonic() > self.expires_at:
                 raise _Violation(f"request {key} after the SASL session expired")
         if key == FETCH.key and front.replica_selector is not None:
-            self._select_replicas(frame, version, corr)
+            request = self._decode(FETCH, frame, version)
+            self._answer(front._fetch(self.node_id, request, version, corr))
             return
+        if key == LIST_OFFSETS.key and version >= LIST_OFFSETS.min_version:
+            request = self._decode(LIST_OFFSETS, frame, version)
+            if any(p.timestamp >= 0 for t in request.topics for p in t.partitions):
+                self._answer(front._list_offsets(self.node_id, request, version, corr))
+                return
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.pending[corr] = (fut, key, version)
         self.slots.put_nowait(fut)
@@ -771,12 +856,11 @@ class _FrontConnection:
         self.backend_writer.write(_SIZE.pack(len(frame)))
         self.backend_writer.write(frame)
 
-    def _select_replicas(self, frame: bytes | bytearray, version: int, corr: int) -> None:
-        """Answer a Fetch as a broker with a replica selector would (in order with the rest)."""
+    def _answer(self, answer: Coroutine[Any, Any, bytes]) -> None:
+        """Answer a request with what ``answer`` makes (in order with the rest)."""
         slot: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.slots.put_nowait(slot)
-        request = self._decode(FETCH, frame, version)
-        task = asyncio.ensure_future(self.front._fetch(self.node_id, request, version, corr))
+        task = asyncio.ensure_future(answer)
         self.tasks.append(task)
 
         def done(t: asyncio.Task[bytes]) -> None:
@@ -786,7 +870,7 @@ class _FrontConnection:
                 return  # the connection is closing
             if t.cancelled() or t.exception() is not None:
                 if not t.cancelled():
-                    log.debug("front: a Fetch failed: %r", t.exception())
+                    log.debug("front: a request failed: %r", t.exception())
                 slot.set_result(None)  # close the connection, as a broker in trouble does
             else:
                 slot.set_result(t.result())
