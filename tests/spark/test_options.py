@@ -322,21 +322,137 @@ def test_options_the_source_owns_are_refused(option: str) -> None:
     refused(opts(**{option: "x"}), option, "not supported")
 
 
+# -- offsets by timestamp -----------------------------------------------------------------------
+
+
+def test_offsets_by_timestamp() -> None:
+    o = parse(
+        startingOffsetsByTimestamp='{"t":{"0":1700000000000,"1":0}}',
+        endingOffsetsByTimestamp='{"t":{"0":1800000000000,"1":5}}',
+    )
+    assert o.starting == OffsetSpec("timestamps", {("t", 0): 1_700_000_000_000, ("t", 1): 0})
+    assert o.ending == OffsetSpec("timestamps", {("t", 0): 1_800_000_000_000, ("t", 1): 5})
+    assert o.starting.by_time and o.by_timestamp_strategy == "error"
+    assert o.starting.timestamps([("t", 1), ("t", 2)]) == {("t", 1): 0}
+
+
+def test_one_timestamp_for_every_partition() -> None:
+    o = parse(startingTimestamp="1700000000000", endingTimestamp=" 1800000000000 ")
+    assert o.starting == OffsetSpec("timestamp", timestamp=1_700_000_000_000)
+    assert o.ending == OffsetSpec("timestamp", timestamp=1_800_000_000_000)
+    assert o.starting.timestamps([("t", 0), ("u", 3)]) == {
+        ("t", 0): 1_700_000_000_000,
+        ("u", 3): 1_700_000_000_000,
+    }
+
+
+def test_timestamp_options_take_precedence_as_in_spark() -> None:
+    # *Timestamp over *OffsetsByTimestamp over *Offsets.
+    o = parse(
+        startingTimestamp="7",
+        startingOffsetsByTimestamp='{"t":{"0":8}}',
+        startingOffsets="earliest",
+        endingOffsetsByTimestamp='{"t":{"0":9}}',
+        endingOffsets="latest",
+    )
+    assert o.starting == OffsetSpec("timestamp", timestamp=7)
+    assert o.ending == OffsetSpec("timestamps", {("t", 0): 9})
+    o = parse(True, startingOffsetsByTimestamp='{"t":{"0":8}}', startingOffsets="earliest")
+    assert o.starting == OffsetSpec("timestamps", {("t", 0): 8})
+
+
+@pytest.mark.parametrize("option", ["startingOffsetsByTimestamp", "endingOffsetsByTimestamp"])
 @pytest.mark.parametrize(
-    "option",
+    "value",
     [
-        "startingOffsetsByTimestamp",
-        "endingOffsetsByTimestamp",
-        "startingTimestamp",
-        "endingTimestamp",
-        "startingOffsetsByTimestampStrategy",
-        "minOffsetsPerTrigger",
-        "maxTriggerDelay",
+        "1700000000000",
+        "[]",
+        "{",
+        '{"t":[0]}',
+        '{"t":{}}',
+        '{"t":{"x":1}}',
+        '{"t":{"-1":1}}',
+        '{"t":{"0":-1}}',
+        '{"t":{"0":-2}}',
+        '{"t":{"0":"1700000000000"}}',
+        '{"t":{"0":1.5}}',
+        '{"t":{"0":true}}',
     ],
 )
+def test_bad_offsets_by_timestamp(option: str, value: str) -> None:
+    refused(opts(**{option: value}), option)
+
+
+@pytest.mark.parametrize("option", ["startingTimestamp", "endingTimestamp"])
+@pytest.mark.parametrize("value", ["", "-1", "soon", "1.5", "2024-01-01"])
+def test_bad_timestamps(option: str, value: str) -> None:
+    refused(opts(**{option: value}), option)
+
+
+@pytest.mark.parametrize("option", ["endingTimestamp", "endingOffsetsByTimestamp", "endingOffsets"])
+def test_ending_options_refused_in_streaming(option: str) -> None:
+    value = '{"t":{"0":1}}' if option != "endingTimestamp" else "1"
+    refused(opts(**{option: value}), option, "batch", streaming=True)
+
+
+def test_offsets_by_timestamp_must_be_assigned_partitions() -> None:
+    base = opts(subscribe=None, assign='{"t":[0]}')
+    for option in ("startingOffsetsByTimestamp", "endingOffsetsByTimestamp"):
+        refused({**base, option: '{"t":{"0":1,"1":2}}'}, option, "t-1")
+
+
 @pytest.mark.parametrize("streaming", [False, True])
-def test_unsupported_spark_options_are_refused(option: str, streaming: bool) -> None:
-    refused(opts(**{option: "1"}), option, "not supported", streaming=streaming)
+def test_by_timestamp_strategy(streaming: bool) -> None:
+    option = "startingOffsetsByTimestampStrategy"
+    assert parse(streaming, **{option: "LATEST"}).by_timestamp_strategy == "latest"
+    assert parse(streaming, **{option: "error"}).by_timestamp_strategy == "error"
+    refused(opts(**{option: "earliest"}), option, streaming=streaming)
+
+
+# -- admission control ---------------------------------------------------------------------------
+
+
+def test_min_offsets_per_trigger_and_max_trigger_delay() -> None:
+    o = parse(True, minOffsetsPerTrigger="100", maxOffsetsPerTrigger="1000")
+    assert (o.min_offsets_per_trigger, o.max_offsets_per_trigger) == (100, 1000)
+    assert o.max_trigger_delay_ms == 15 * 60 * 1000  # Spark's default, 15m
+    for text, ms in [
+        ("250", 250),
+        ("250ms", 250),
+        ("30s", 30_000),
+        ("2m", 120_000),
+        ("2min", 120_000),
+        ("1h", 3_600_000),
+        ("1d", 86_400_000),
+        ("1500us", 1),
+        (" 5 S ", 5000),
+    ]:
+        assert (
+            parse(True, minOffsetsPerTrigger="5", maxTriggerDelay=text).max_trigger_delay_ms == ms
+        )
+
+
+@pytest.mark.parametrize("value", ["", "soon", "-5s", "1.5s", "5 weeks", "s"])
+def test_bad_max_trigger_delay(value: str) -> None:
+    refused(opts(maxTriggerDelay=value), "maxTriggerDelay", streaming=True)
+
+
+def test_min_above_max_offsets_per_trigger() -> None:
+    refused(
+        opts(minOffsetsPerTrigger="11", maxOffsetsPerTrigger="10"),
+        "minOffsetsPerTrigger",
+        "maxOffsetsPerTrigger",
+        streaming=True,
+    )
+
+
+def test_trigger_options_are_ignored_in_batch() -> None:
+    o = parse(minOffsetsPerTrigger="10", maxTriggerDelay="1m")
+    assert o.min_offsets_per_trigger is None
+    assert dict(o.ignored) == {
+        "minOffsetsPerTrigger": "for streaming queries only",
+        "maxTriggerDelay": "for streaming queries only",
+    }
 
 
 @pytest.mark.parametrize("servers", [None, "", "   "])
@@ -475,6 +591,7 @@ def test_max_offsets_per_trigger_is_ignored_in_batch() -> None:
 NUMBERS = [
     # (option, streaming, smallest valid value)
     ("maxOffsetsPerTrigger", True, 1),
+    ("minOffsetsPerTrigger", True, 1),
     ("minPartitions", False, 1),
     ("kafkaConsumer.pollTimeoutMs", False, 1),
     ("fetchOffset.numRetries", False, 0),

@@ -1,0 +1,181 @@
+"""Options of Spark's Kafka source that need more than offsets: timestamps and admission
+control, in a real local Spark session against the embedded cluster.
+
+Look-ups by timestamp need brokers with a time index: the embedded cluster answers them
+through its front (``replica_selector="rack-aware"``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rackafka.testing import EmbeddedCluster
+
+pytestmark = pytest.mark.spark
+
+MINUTE = 60_000
+
+
+@pytest.fixture
+def timed(embedded_cluster_factory: Callable[..., EmbeddedCluster]) -> tuple[EmbeddedCluster, int]:
+    """Topic ``timed``: partition 0 has 10 records at each of t0, t0+1m, t0+2m (offsets
+    0-9, 10-19, 20-29); partition 1 has 10 at t0 and 10 at t0+2m (0-9, 10-19)."""
+    c = embedded_cluster_factory(racks=("az-a", "az-b", "az-c"), replica_selector="rack-aware")
+    c.create_topic("timed", 2)
+    t0 = (int(time.time()) - 3600) * 1000
+    for step in range(3):
+        c.produce("timed", 10, partition=0, timestamp_ms=t0 + step * MINUTE)
+    for step in (0, 2):
+        c.produce("timed", 10, partition=1, timestamp_ms=t0 + step * MINUTE)
+    return c, t0
+
+
+def _load(spark: Any, cluster: EmbeddedCluster, stream: bool = False, **options: str) -> Any:
+    r = spark.readStream if stream else spark.read
+    r = (
+        r.format("rackafka")
+        .option("kafka.bootstrap.servers", cluster.bootstrap_servers)
+        .option("subscribe", "timed")
+    )
+    for k, v in options.items():
+        r = r.option(k, v)
+    return r.load()
+
+
+def _rows(df: Any) -> list[tuple[int, int]]:
+    return sorted((r.partition, r.offset) for r in df.select("partition", "offset").collect())
+
+
+def _span(p: int, start: int, end: int) -> list[tuple[int, int]]:
+    return [(p, o) for o in range(start, end)]
+
+
+def test_batch_read_between_timestamps(spark: Any, timed: tuple[EmbeddedCluster, int]) -> None:
+    c, t0 = timed
+    # One timestamp for every partition: from t0+1m to t0+2m.
+    df = _load(spark, c, startingTimestamp=str(t0 + MINUTE), endingTimestamp=str(t0 + 2 * MINUTE))
+    assert _rows(df) == _span(0, 10, 20)  # partition 1 has nothing in between
+    # A timestamp per partition; an end after the last record is the latest offset.
+    starts = {"timed": {"0": t0 + 1, "1": t0 + 2 * MINUTE}}
+    ends = {"timed": {"0": t0 + 10 * MINUTE, "1": t0 + 2 * MINUTE + 1}}
+    df = _load(
+        spark,
+        c,
+        startingOffsetsByTimestamp=json.dumps(starts),
+        endingOffsetsByTimestamp=json.dumps(ends),
+    )
+    assert _rows(df) == _span(0, 10, 30) + _span(1, 10, 20)
+    # startingTimestamp wins over the other two, as in Spark.
+    df = _load(
+        spark,
+        c,
+        startingTimestamp=str(t0 + 2 * MINUTE),
+        startingOffsetsByTimestamp=json.dumps(starts),
+        startingOffsets="earliest",
+    )
+    assert _rows(df) == _span(0, 20, 30) + _span(1, 10, 20)
+
+
+def test_start_after_the_last_record(spark: Any, timed: tuple[EmbeddedCluster, int]) -> None:
+    c, t0 = timed
+    late = str(t0 + 5 * MINUTE)
+    with pytest.raises(Exception, match="startingOffsetsByTimestampStrategy"):
+        _load(spark, c, startingTimestamp=late).collect()
+    # "latest": such partitions start at their end, the others where the time says.
+    df = _load(
+        spark,
+        c,
+        startingOffsetsByTimestamp=json.dumps({"timed": {"0": t0 + 2 * MINUTE, "1": int(late)}}),
+        startingOffsetsByTimestampStrategy="latest",
+    )
+    assert _rows(df) == _span(0, 20, 30)
+    with pytest.raises(Exception, match=r"startingOffsetsByTimestamp.*timed-1"):
+        _load(spark, c, startingOffsetsByTimestamp=json.dumps({"timed": {"0": 1}})).collect()
+
+
+def test_stream_starts_at_a_timestamp(
+    spark: Any, timed: tuple[EmbeddedCluster, int], tmp_path: Path
+) -> None:
+    c, t0 = timed
+    df = _load(spark, c, stream=True, startingTimestamp=str(t0 + MINUTE))
+    q = (
+        df.select("partition", "offset")
+        .writeStream.format("parquet")
+        .option("path", str(tmp_path / "out"))
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert q.awaitTermination(120)
+    assert q.exception() is None
+    got = sorted(
+        (r.partition, r.offset) for r in spark.read.parquet(str(tmp_path / "out")).collect()
+    )
+    assert got == _span(0, 10, 30) + _span(1, 10, 20)
+
+
+def _batches(q: Any) -> list[int]:
+    return [p["numInputRows"] for p in q.recentProgress if p["numInputRows"] > 0]
+
+
+def _wait_batches(q: Any, count: int, timeout: float = 90) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while len(_batches(q)) < count:
+        assert q.exception() is None, q.exception()
+        assert time.monotonic() < deadline, f"fewer than {count} micro-batches: {_batches(q)}"
+        time.sleep(0.2)
+    return _batches(q)
+
+
+def test_min_offsets_per_trigger_waits_for_records_or_the_delay(
+    spark: Any, embedded_cluster: EmbeddedCluster
+) -> None:
+    c = embedded_cluster
+    c.create_topic("trickle", 2)
+    c.produce("trickle", 100, partition="spread")
+
+    def start(**options: str) -> Any:
+        df = (
+            spark.readStream.format("rackafka")
+            .option("kafka.bootstrap.servers", c.bootstrap_servers)
+            .option("subscribe", "trickle")
+            .option("startingOffsets", "earliest")
+            .option("minOffsetsPerTrigger", "150")
+        )
+        for k, v in options.items():
+            df = df.option(k, v)
+        return (
+            df.load().writeStream.format("noop").trigger(processingTime="100 milliseconds").start()
+        )
+
+    q = start(maxTriggerDelay="1h", maxOffsetsPerTrigger="1000")
+    try:
+        # As Spark: the first micro-batch does not wait.
+        assert _wait_batches(q, 1) == [100]
+        c.produce("trickle", 100, partition="spread")
+        time.sleep(3)  # ~30 triggers: 100 new offsets are fewer than 150, no micro-batch
+        assert _batches(q) == [100]
+        c.produce("trickle", 60, partition="spread")
+        assert _wait_batches(q, 2) == [100, 160]
+    finally:
+        q.stop()
+
+    # maxTriggerDelay: fewer records than the minimum go once the delay is over.
+    q = start(startingOffsets="latest", maxTriggerDelay="2s")
+    try:
+        deadline = time.monotonic() + 60
+        while not q.recentProgress:  # the start ("latest") is fixed by the first trigger
+            assert time.monotonic() < deadline and q.exception() is None
+            time.sleep(0.1)
+        c.produce("trickle", 10, partition="spread")
+        began = time.monotonic()
+        assert _wait_batches(q, 1) == [10]
+        assert time.monotonic() - began < 30
+    finally:
+        q.stop()
