@@ -472,6 +472,42 @@ def test_none_of_subscribe_pattern_assign() -> None:
 
 
 @pytest.mark.parametrize(
+    ("pattern", "hint"),
+    [
+        (r"events\.\p{Alpha}+", r"\p{...}"),
+        (r"events-\P{Digit}", r"\P{...}"),
+        (r"\Qevents.v1\E", r"\Q...\E"),
+        (r"(?<kind>orders|payments)-.*", "(?P<name>...)"),
+        (r"(?<k>a)\k<k>", "(?P<name>...)"),
+        (r"events\z", r"\Z"),
+        (r"a\hb", r"\h"),
+        (r"[a-z&&[^e]]+", "intersection"),
+        (r"[a[b]]-topic", "nested"),
+        (r"a(?i)b", "Python regular expression"),
+    ],
+)
+def test_java_only_pattern_syntax_is_refused(pattern: str, hint: str) -> None:
+    message = refused(opts(subscribe=None, subscribePattern=pattern), "subscribePattern", hint)
+    assert "Python" in message
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"events-.*",
+        r"(orders|payments)\.v[0-9]+",
+        r"a\\p",
+        r"[\[x]",
+        r"(?i)Events",
+        r"a++b",
+        r"(?>ab)c",
+    ],
+)
+def test_patterns_both_languages_read_alike_are_accepted(pattern: str) -> None:
+    assert parse(subscribe=None, subscribePattern=f" {pattern} ").pattern == pattern
+
+
+@pytest.mark.parametrize(
     "extra",
     [
         {"subscribePattern": "t.*"},

@@ -124,6 +124,36 @@ def test_resolve_offsets_by_timestamp() -> None:
         resolve_offsets(unknown, TIMED, "endingOffsetsByTimestamp")
 
 
+def test_offsets_behind_latest() -> None:
+    from rackafka.spark.planning import offsets_behind_latest
+
+    latest = {A0: 100, A1: 40, B0: 5}
+    assert offsets_behind_latest({A0: 90, A1: 40, B0: 5}, latest) == {
+        "avgOffsetsBehindLatest": str(10 / 3),
+        "maxOffsetsBehindLatest": "10",
+        "minOffsetsBehindLatest": "0",
+    }
+    # A partition not consumed yet is behind by all of it; ahead counts as zero.
+    assert offsets_behind_latest({A0: 120}, {A0: 100, A1: 40})["maxOffsetsBehindLatest"] == "40"
+    assert offsets_behind_latest({A0: 1}, {}) == {}
+
+
+def test_source_metrics_from_a_progress() -> None:
+    from rackafka.spark import source_metrics
+
+    progress = {
+        "endOffset": '{"a":{"0":90,"1":40}}',
+        "latestOffset": {"a": {"0": 100, "1": 40}},
+    }
+    assert source_metrics(progress) == {
+        "avgOffsetsBehindLatest": "5.0",
+        "maxOffsetsBehindLatest": "10",
+        "minOffsetsBehindLatest": "0",
+    }
+    assert source_metrics({"endOffset": '{"a":{"0":1}}', "latestOffset": None}) == {}
+    assert source_metrics({}) == {}
+
+
 # -- plan_ranges ----------------------------------------------------------------------------------
 
 

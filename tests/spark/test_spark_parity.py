@@ -103,7 +103,7 @@ def test_stream_starts_at_a_timestamp(
     spark: Any, timed: tuple[EmbeddedCluster, int], tmp_path: Path
 ) -> None:
     c, t0 = timed
-    df = _load(spark, c, stream=True, startingTimestamp=str(t0 + MINUTE))
+    df = _load(spark, c, stream=True, startingTimestamp=str(t0 + MINUTE), maxOffsetsPerTrigger="12")
     q = (
         df.select("partition", "offset")
         .writeStream.format("parquet")
@@ -118,6 +118,23 @@ def test_stream_starts_at_a_timestamp(
         (r.partition, r.offset) for r in spark.read.parquet(str(tmp_path / "out")).collect()
     )
     assert got == _span(0, 10, 30) + _span(1, 10, 20)
+    # Spark's "offsets behind latest" metrics, from the progress of each micro-batch.
+    from rackafka.spark import source_metrics
+
+    read = 0
+    progress = [p for p in q.recentProgress if p["numInputRows"] > 0]
+    assert [p["numInputRows"] for p in progress] == [12, 12, 6]
+    for p in progress:
+        read += p["numInputRows"]
+        metrics = source_metrics(p["sources"][0])
+        behind = float(metrics["avgOffsetsBehindLatest"]) * 2  # two partitions
+        assert behind == 30 - read
+        assert int(metrics["minOffsetsBehindLatest"]) <= int(metrics["maxOffsetsBehindLatest"])
+    assert metrics == {
+        "avgOffsetsBehindLatest": "0.0",
+        "maxOffsetsBehindLatest": "0",
+        "minOffsetsBehindLatest": "0",
+    }
 
 
 def _batches(q: Any) -> list[int]:
@@ -179,3 +196,53 @@ def test_min_offsets_per_trigger_waits_for_records_or_the_delay(
         assert time.monotonic() - began < 30
     finally:
         q.stop()
+
+
+def test_small_reads_keep_every_core_busy(spark: Any, embedded_cluster: EmbeddedCluster) -> None:
+    c = embedded_cluster
+    c.create_topic("small", 6)
+    c.produce("small", 60, partition="spread")
+    cores = spark.sparkContext.defaultParallelism
+    assert cores >= 2
+
+    def tasks(**options: str) -> int:
+        r = (
+            spark.read.format("rackafka")
+            .option("kafka.bootstrap.servers", c.bootstrap_servers)
+            .option("subscribe", "small")
+        )
+        for k, v in options.items():
+            r = r.option(k, v)
+        df = r.load()
+        assert df.count() == 60
+        return int(df.rdd.getNumPartitions())
+
+    # 60 offsets are far below rackafka.offsetsPerTask, yet every core gets a task; the six
+    # partitions are grouped onto them.
+    assert tasks() == min(6, cores)
+    assert tasks(minPartitions="5") == 5
+    assert tasks(maxRecordsPerPartition="5") == 12  # 12 pieces, one task each at most
+    assert tasks(**{"rackafka.offsetsPerTask": "20"}) == 3
+    # Registered without a known parallelism (a Spark Connect session): a task per
+    # topic-partition, as Spark's Kafka source.
+    from rackafka.spark.source import RackafkaDataSource
+
+    spark.dataSource.register(RackafkaDataSource)
+    try:
+        assert tasks() == 6
+    finally:
+        import rackafka.spark
+
+        rackafka.spark.register(spark)
+
+
+def test_the_registered_class_carries_the_parallelism() -> None:
+    from pyspark import cloudpickle
+
+    from rackafka.spark.source import RackafkaDataSource, source_for
+
+    assert source_for(None) is RackafkaDataSource
+    cls = source_for(7)
+    assert issubclass(cls, RackafkaDataSource) and cls.name() == "rackafka"
+    copy = cloudpickle.loads(cloudpickle.dumps(cls))
+    assert copy.default_parallelism == 7 and copy.name() == "rackafka"

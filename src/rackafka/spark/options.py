@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import re
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -241,6 +242,10 @@ class SourceOptions:
     metrics_path: str | None = None
     #: About how many offsets one Spark task reads (small ranges are read together).
     offsets_per_task: int = 1_000_000
+    #: Spark's ``defaultParallelism`` when the source was registered (set by the source, not
+    #: an option): small reads still get this many tasks, so that every core reads; when it
+    #: is not known, one task per topic-partition, as Spark's Kafka source.
+    default_parallelism: int | None = None
     #: ``maxRecordsPerPartition``: ranges bigger than this are split.
     max_records_per_partition: int | None = None
     #: Keywords for :class:`~rackafka.AIOKafkaConsumer` from the ``kafka.*`` options.
@@ -448,6 +453,97 @@ def _start_and_end(
     return starting, ending
 
 
+# Java regular expression syntax that Python's re lacks or reads differently, and what to
+# write instead.
+_JAVA_ESCAPES = {
+    "p": r"\p{...} character classes (write the class out, as in [A-Za-z])",
+    "P": r"\P{...} character classes (write the class out, as in [^A-Za-z])",
+    "Q": r"\Q...\E quoting (escape each special character with \ instead)",
+    "E": r"\Q...\E quoting (escape each special character with \ instead)",
+    "k": r"\k<name> back-references (write (?P=name))",
+    "z": r"\z (write \Z)",
+    "h": r"\h (write [ \t])",
+    "H": r"\H (write [^ \t])",
+    "R": r"\R (write (?:\r\n|[\n\r]))",
+    "X": r"\X grapheme clusters",
+    "G": r"\G",
+    "e": r"\e (write \x1b)",
+    "c": r"\cX control characters (write \xNN)",
+}
+
+
+_JAVA_SYNTAX = re.compile(r"\\(.)|(\(\?<[A-Za-z])")
+
+
+def _bracket_in_class(pattern: str) -> bool:
+    """Whether a character class holds an unescaped ``[``: a union in Java (``[a[b]]``),
+    a plain character in Python."""
+    i, n = 0, len(pattern)
+    in_class = False
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if not in_class and c == "[":
+            in_class = True
+            i += 1
+            if i < n and pattern[i] == "^":
+                i += 1
+            if i < n and pattern[i] == "]":  # a leading ] is a character of the class
+                i += 1
+            continue
+        if in_class and c == "[":
+            return True
+        if in_class and c == "]":
+            in_class = False
+        i += 1
+    return False
+
+
+def _pattern(value: str) -> str:
+    """``subscribePattern``: a Python regular expression matched against whole topic names.
+
+    Spark's source takes a Java regular expression; for topic names the two agree, except
+    for syntax that only Java has, which is refused with what to write instead.
+    """
+    pattern = value.strip()
+    if not pattern:
+        raise InvalidOptionError("option subscribePattern must not be empty")
+    what = ""
+    for java in _JAVA_SYNTAX.finditer(pattern):  # escapes, or a Java named group
+        escape, named = java.groups()
+        what = _JAVA_ESCAPES.get(escape, "") if escape else ""
+        if named:
+            what = "named groups (?<name>...) (write (?P<name>...))"
+        if what:
+            break
+    if what:
+        raise InvalidOptionError(
+            f"option subscribePattern {pattern!r} uses Java regular expression syntax that "
+            f"Python's re, which rackafka uses, does not have: {what}"
+        )
+    with warnings.catch_warnings():
+        # Python reads Java's [a-z&&[^x]] and [a[b]] as plain characters (and warns).
+        warnings.simplefilter("error", FutureWarning)
+        try:
+            if _bracket_in_class(pattern):
+                raise FutureWarning("a [ inside a character class")
+            re.compile(pattern)
+        except FutureWarning:
+            raise InvalidOptionError(
+                f"option subscribePattern {pattern!r} uses Java's nested character classes or "
+                "class intersection ([a-z&&[^x]], [a[b]]), which Python's re, used by "
+                "rackafka, reads as plain characters: write the class out, as in [a-wyz]"
+            ) from None
+        except re.error as exc:
+            raise InvalidOptionError(
+                f"option subscribePattern is not a valid Python regular expression ({exc}); "
+                "rackafka matches topic names with Python's re, not Java's Pattern"
+            ) from None
+    return pattern
+
+
 def _consumer_option(
     key: str, value: str, consumer: dict[str, Any], ignored: dict[str, str]
 ) -> None:
@@ -560,15 +656,7 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
         if not topics:
             raise InvalidOptionError("option subscribe must list at least one topic")
     elif strategy == "subscribepattern":
-        pattern = opts["subscribepattern"].strip()
-        if not pattern:
-            raise InvalidOptionError("option subscribePattern must not be empty")
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise InvalidOptionError(
-                f"option subscribePattern is not a valid regular expression: {exc}"
-            ) from None
+        pattern = _pattern(opts["subscribepattern"])
     else:
         assigned = _assign(opts["assign"])
 

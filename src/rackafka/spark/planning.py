@@ -25,6 +25,7 @@ __all__ = [
     "describe",
     "group_ranges",
     "limit_range_size",
+    "offsets_behind_latest",
     "offsets_from_json",
     "offsets_to_json",
     "plan_ranges",
@@ -358,6 +359,25 @@ def rate_limit(
         base = start.get(tp, latest[tp])
         out[tp] = base + min(lag[tp], shares[tp]) if lag[tp] else latest[tp]
     return out
+
+
+def offsets_behind_latest(
+    consumed: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int]
+) -> dict[str, str]:
+    """Spark's Kafka source metrics: how many offsets each partition is behind its latest.
+
+    ``avgOffsetsBehindLatest``, ``maxOffsetsBehindLatest`` and ``minOffsetsBehindLatest``
+    over the partitions of ``latest`` (a partition missing from ``consumed`` is behind by
+    all of it), as strings as Spark reports them; empty when there is no partition.
+    """
+    behind = [max(0, off - consumed.get(tp, 0)) for tp, off in latest.items()]
+    if not behind:
+        return {}
+    return {
+        "avgOffsetsBehindLatest": str(float(sum(behind)) / len(behind)),
+        "maxOffsetsBehindLatest": str(max(behind)),
+        "minOffsetsBehindLatest": str(min(behind)),
+    }
 
 
 # -- asking the cluster ----------------------------------------------------------------------

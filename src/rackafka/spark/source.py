@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import time
 from collections.abc import Iterator, Sequence
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
 
     from rackafka.structs import TopicPartition
 
-__all__ = ["RackafkaDataSource", "RangePartition", "kafka_schema"]
+__all__ = ["RackafkaDataSource", "RangePartition", "kafka_schema", "source_for"]
 
 
 def kafka_schema(include_headers: bool = False) -> StructType:
@@ -88,10 +89,14 @@ class RangePartition(InputPartition):
 def _tasks(ranges: list[OffsetRange], opts: SourceOptions) -> list[InputPartition]:
     ranges = limit_range_size(ranges, opts.max_records_per_partition)
     ranges = split_ranges(ranges, opts.min_partitions)
-    return [
-        RangePartition(task)
-        for task in group_ranges(ranges, opts.offsets_per_task, opts.min_partitions)
-    ]
+    # Every core gets a task (Spark's source: one per topic-partition), but ranges beyond
+    # that are read together when they are small: a task costs tens of milliseconds.
+    parallelism = opts.default_parallelism or len({r.tp for r in ranges})
+    min_tasks = max(opts.min_partitions or 0, parallelism)
+    if opts.max_records_per_partition:
+        # Spark's meaning: no task reads more than that many records.
+        min_tasks = len(ranges)
+    return [RangePartition(task) for task in group_ranges(ranges, opts.offsets_per_task, min_tasks)]
 
 
 class RackafkaDataSource(DataSource):
@@ -114,9 +119,16 @@ class RackafkaDataSource(DataSource):
     each task writes what it read from which rack).
     """
 
+    #: Spark's ``defaultParallelism`` where the source was registered (see :func:`source_for`).
+    default_parallelism: int | None = None
+
     @classmethod
     def name(cls) -> str:
         return "rackafka"
+
+    def _options(self, streaming: bool) -> SourceOptions:
+        opts = parse_options(dict(self.options), streaming=streaming)
+        return dataclasses.replace(opts, default_parallelism=self.default_parallelism)
 
     def schema(self) -> StructType:
         value = str(self.options.get("includeHeaders", "false")).strip().lower()
@@ -127,10 +139,32 @@ class RackafkaDataSource(DataSource):
         return kafka_schema(value == "true")
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return BatchReader(parse_options(dict(self.options), streaming=False), schema)
+        return BatchReader(self._options(streaming=False), schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 (Spark API)
-        return StreamReader(parse_options(dict(self.options), streaming=True), schema)
+        return StreamReader(self._options(streaming=True), schema)
+
+
+def source_for(default_parallelism: int | None) -> type[RackafkaDataSource]:
+    """The source class to register with a session whose ``defaultParallelism`` is given.
+
+    Spark plans a Python source's reads in worker processes that cannot ask the session,
+    so the number travels in the class: a subclass pickled by value.
+    """
+    if not default_parallelism or default_parallelism < 1:
+        return RackafkaDataSource
+    name = f"RackafkaDataSource_{int(default_parallelism)}"
+    return type(
+        name,
+        (RackafkaDataSource,),
+        {
+            "default_parallelism": int(default_parallelism),
+            "__module__": __name__,
+            # Not an attribute of this module: cloudpickle sends the class by value.
+            "__qualname__": name,
+            "__doc__": RackafkaDataSource.__doc__,
+        },
+    )
 
 
 def _read(opts: SourceOptions, schema: StructType, partition: InputPartition) -> Iterator[Any]:
