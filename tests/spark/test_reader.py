@@ -266,12 +266,44 @@ def produce_spread(cluster: EmbeddedCluster, topic: str, partitions: int, count:
 
 def by_partition(batches: list[Any]) -> dict[int, list[tuple[int, bytes]]]:
     out: dict[int, list[tuple[int, bytes]]] = {}
-    for b in batches:
-        parts = set(b.column("partition").to_pylist())
-        assert len(parts) == 1  # each Arrow batch holds one partition
+    for b in batches:  # a batch holds what one fetch brought, of one or more partitions
         for row in b.to_pylist():
             out.setdefault(row["partition"], []).append((row["offset"], row["value"]))
     return out
+
+
+def test_parts_to_arrow_equals_the_batches_of_each_part() -> None:
+    from rackafka.spark.reader import parts_to_arrow, to_arrow
+
+    def recs(first: int, n: int, gap: bool = False, ts: int = 5) -> list[tuple[Any, ...]]:
+        offs = [first + i * (2 if gap else 1) for i in range(n)]
+        return [
+            (
+                o,
+                ts + (o % 3 if gap else 0),
+                0,
+                None if o % 4 == 0 else b"k%d" % o,
+                None if o % 5 == 0 else b"v%d" % o,
+                None,
+                2,
+                2,
+                (("h", b"x"),) if o % 2 else (),
+            )
+            for o in offs
+        ]
+
+    parts = [("a", 0, recs(10, 7)), ("b", 3, recs(0, 5, gap=True)), ("a", 1, recs(3, 1))]
+    for headers in (False, True):
+        schema = arrow_schema(headers)
+        merged = parts_to_arrow(parts, schema)
+        one_by_one = [to_arrow(rs, t, p, schema) for t, p, rs in parts]
+        expected = [row for b in one_by_one for row in b.to_pylist()]
+        assert merged.schema.equals(schema) and merged.num_rows == 13
+        assert merged.to_pylist() == expected
+        # One topic, several partitions: the topic column is one repeated value.
+        same = parts_to_arrow([parts[0], parts[2]], schema)
+        assert same.column("topic").to_pylist() == ["a"] * 8
+        assert same.column("partition").to_pylist() == [0] * 7 + [1]
 
 
 def test_read_ranges_of_several_partitions(cluster: EmbeddedCluster, tmp_path: Path) -> None:

@@ -246,3 +246,37 @@ def test_the_registered_class_carries_the_parallelism() -> None:
     assert issubclass(cls, RackafkaDataSource) and cls.name() == "rackafka"
     copy = cloudpickle.loads(cloudpickle.dumps(cls))
     assert copy.default_parallelism == 7 and copy.name() == "rackafka"
+
+
+def test_pattern_assign_and_passed_through_options(
+    spark: Any, embedded_cluster: EmbeddedCluster
+) -> None:
+    c = embedded_cluster
+    for topic in ("logs-web", "logs-db", "logsx"):
+        c.create_topic(topic, 2)
+        c.produce(topic, 20, partition="spread")
+
+    def read(**options: str) -> list[tuple[str, int, int]]:
+        r = spark.read.format("rackafka").option("kafka.bootstrap.servers", c.bootstrap_servers)
+        for k, v in options.items():
+            r = r.option(k, v)
+        rows = r.load().select("topic", "partition", "offset").collect()
+        return sorted((x.topic, x.partition, x.offset) for x in rows)
+
+    every = {t: [(t, p, o) for p in range(2) for o in range(10)] for t in ("logs-web", "logs-db")}
+    # Whole names only: "logsx" does not match.
+    assert read(subscribePattern=r"logs-(web|db)") == sorted(every["logs-web"] + every["logs-db"])
+    assert read(subscribePattern="logs-.*") == read(subscribePattern=r"logs-\w+")
+    with pytest.raises(Exception, match=r"subscribePattern.*\\p\{"):
+        read(subscribePattern=r"logs-\p{Alpha}+")
+    assert read(assign='{"logs-db":[1]}') == [("logs-db", 1, o) for o in range(10)]
+    # Spark accepts these; the source ignores the group ones and uses the consumer ones.
+    accepted = {
+        "groupIdPrefix": "etl",
+        "kafka.group.id": "etl-1",
+        "kafka.session.timeout.ms": "10000",
+        "kafka.max.poll.records": "3",
+        "kafka.fetch.max.bytes": "2048",
+        "kafka.client.id": "spark-etl",
+    }
+    assert read(subscribe="logs-web", **accepted) == every["logs-web"]

@@ -18,6 +18,7 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
+from itertools import chain, repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +43,7 @@ __all__ = [
     "read_range",
     "read_ranges",
     "read_task_reports",
+    "parts_to_arrow",
     "to_arrow",
 ]
 
@@ -103,24 +105,53 @@ def to_arrow(
     ``records`` are the consumer's record tuples (``record_tuples=True``: offset,
     timestamp, timestamp type, key, value, checksum, key size, value size, headers).
     """
+    return parts_to_arrow([(topic, partition, records)], schema)
+
+
+def parts_to_arrow(
+    parts: Sequence[tuple[str, int, Sequence[tuple[Any, ...]]]], schema: pa.Schema
+) -> pa.RecordBatch:
+    """The records of several partitions, ``(topic, partition, records)`` each, as one
+    Arrow record batch (in that order): one batch per fetch instead of one per partition,
+    since each batch costs Spark a fixed amount whatever its size."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     # pc.call_function: the generated wrappers (pc.add, ...) cost ~80 us a call.
     call = pc.call_function
-    n = len(records)
-    first = records[0][0]
-    if records[-1][0] - first == n - 1:  # no gap, the common case: first, first + 1, ...
-        ones = pa.repeat(pa.scalar(1, pa.int64()), n)
-        offsets = call("add", [call("cumulative_sum", [ones]), pa.scalar(first - 1, pa.int64())])
+    if len(parts) == 1:
+        topic, partition, records = parts[0]
+        n = len(records)
+        topics = pa.repeat(pa.scalar(topic, pa.string()), n)
+        partitions = pa.repeat(pa.scalar(partition, pa.int32()), n)
+        first = records[0][0]
+        if records[-1][0] - first == n - 1:  # no gap, the common case: first, first + 1, ...
+            ones = pa.repeat(pa.scalar(1, pa.int64()), n)
+            offsets = call(
+                "add", [call("cumulative_sum", [ones]), pa.scalar(first - 1, pa.int64())]
+            )
+        else:
+            offsets = pa.array(list(map(_get_offset, records)), pa.int64())
     else:
+        records = list(chain.from_iterable(part[2] for part in parts))
+        n = len(records)
+        names = {part[0] for part in parts}
+        if len(names) == 1:
+            topics = pa.repeat(pa.scalar(parts[0][0], pa.string()), n)
+        else:
+            topics = pa.array(
+                list(chain.from_iterable(repeat(t, len(rs)) for t, _p, rs in parts)), pa.string()
+            )
+        partitions = pa.array(
+            list(chain.from_iterable(repeat(p, len(rs)) for _t, p, rs in parts)), pa.int32()
+        )
         offsets = pa.array(list(map(_get_offset, records)), pa.int64())
     keys = list(map(_get_key, records))
     columns = [
         pa.nulls(n, pa.binary()) if keys.count(None) == n else pa.array(keys, pa.binary()),
         pa.array(list(map(_get_value, records)), pa.binary()),
-        pa.repeat(pa.scalar(topic, pa.string()), n),
-        pa.repeat(pa.scalar(partition, pa.int32()), n),
+        topics,
+        partitions,
         offsets,
         call(
             "multiply",
@@ -206,7 +237,8 @@ def read_ranges(
     opts: SourceOptions, ranges: Sequence[OffsetRange], schema: pa.Schema
 ) -> Iterator[pa.RecordBatch]:
     """Read the records of ``ranges`` (one per partition at most) with one consumer, and
-    yield them as Arrow record batches of ``schema`` (each batch from one partition).
+    yield them as Arrow record batches of ``schema`` (one per fetch, of one or more
+    partitions).
 
     The partitions are fetched together, as ``getmany`` does. Offsets that do not hold a
     record (transaction markers, compacted or aborted records under ``read_committed``)
@@ -280,6 +312,7 @@ def read_ranges(
                         _finish(consumer, todo, tp)
                 continue
             now = time.monotonic()
+            parts = []
             for tp, records in got.items():
                 got_range = todo.get(tp)
                 if got_range is None or not records:
@@ -293,9 +326,11 @@ def read_ranges(
                 got_range.progress_at = now
                 if records:
                     report.records += len(records)
-                    yield to_arrow(records, tp.topic, tp.partition, schema)
+                    parts.append((tp.topic, tp.partition, records))
                 if got_range.position >= got_range.end:
                     _finish(consumer, todo, tp)
+            if parts:
+                yield parts_to_arrow(parts, schema)
             # Ranges that got nothing: the position may still move past offsets without
             # records (checked when nothing came at all), or the range may be stalled.
             for tp in list(todo):
