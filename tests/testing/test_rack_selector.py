@@ -169,9 +169,7 @@ def test_the_front_answers_look_ups_by_timestamp(cluster: EmbeddedCluster) -> No
     cluster.create_topic(topic, partitions=2, replication_factor=3)
     t0 = (int(time.time()) - 7200) * 1000
     for step in range(4):  # offsets 10*step .. 10*step+9 at t0 + step minutes
-        cluster.produce(
-            topic, 10, partition=0, timestamp_ms=t0 + step * 60_000, compression="lz4"
-        )
+        cluster.produce(topic, 10, partition=0, timestamp_ms=t0 + step * 60_000, compression="lz4")
     cluster.produce(topic, 3, partition=1, timestamp_ms=t0)
     tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
 
