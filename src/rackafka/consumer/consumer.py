@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterable
 from typing import Any, Generic, TypeVar
 
 from rackafka import __version__
+from rackafka._config import check_callable, check_security
+from rackafka._config import check_positive as _positive
 from rackafka.abc import ConsumerRebalanceListener
 from rackafka.client import KafkaClient
 from rackafka.cluster import ClusterMetadata
@@ -50,23 +52,6 @@ VT = TypeVar("VT")
 
 _ISOLATION = {"read_uncommitted": READ_UNCOMMITTED, "read_committed": READ_COMMITTED}
 _RESETS = (EARLIEST, LATEST, NONE)
-
-
-def _not_yet(name: str, value: Any) -> KafkaConfigurationError:
-    shown = "<redacted>" if "password" in name else repr(value)  # never echo a secret
-    return KafkaConfigurationError(
-        f"{name}={shown} is not supported yet by rackafka {__version__}: "
-        "TLS and SASL arrive in a later release; leave it at its default for now"
-    )
-
-
-def _positive(name: str, value: Any, *, zero: bool = False) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise KafkaConfigurationError(f"{name} must be an int, not {value!r}")
-    if value < 0 or (value == 0 and not zero):
-        allowed = ">= 0" if zero else "> 0"
-        raise KafkaConfigurationError(f"{name} must be {allowed}, not {value}")
-    return value
 
 
 class _SubscribeArgumentsError(TypeError, ValueError):
@@ -207,19 +192,16 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             )
         if client_id is not None and not isinstance(client_id, str):
             raise KafkaConfigurationError(f"client_id must be a str, not {client_id!r}")
-        for name, value, default in (
-            ("ssl_context", ssl_context, None),
-            ("security_protocol", security_protocol, "PLAINTEXT"),
-            ("sasl_plain_password", sasl_plain_password, None),
-            ("sasl_plain_username", sasl_plain_username, None),
-            ("sasl_kerberos_service_name", sasl_kerberos_service_name, "kafka"),
-            ("sasl_kerberos_domain_name", sasl_kerberos_domain_name, None),
-            ("sasl_oauth_token_provider", sasl_oauth_token_provider, None),
-        ):
-            if value != default:
-                raise _not_yet(name, value)
-        if sasl_mechanism != "PLAIN":
-            raise _not_yet("sasl_mechanism", sasl_mechanism)
+        check_security(
+            security_protocol=security_protocol,
+            ssl_context=ssl_context,
+            sasl_mechanism=sasl_mechanism,
+            sasl_plain_username=sasl_plain_username,
+            sasl_plain_password=sasl_plain_password,
+            sasl_kerberos_service_name=sasl_kerberos_service_name,
+            sasl_kerberos_domain_name=sasl_kerberos_domain_name,
+            sasl_oauth_token_provider=sasl_oauth_token_provider,
+        )
         if group_id is not None and (not isinstance(group_id, str) or not group_id):
             raise KafkaConfigurationError(f"group_id must be a non-empty str, not {group_id!r}")
         if group_instance_id is not None:
@@ -283,12 +265,8 @@ class AIOKafkaConsumer(Generic[KT, VT]):
                 f"heartbeat_interval_ms ({heartbeat_interval_ms}) must be lower than "
                 f"session_timeout_ms ({session_timeout_ms})"
             )
-        for name, fn in (
-            ("key_deserializer", key_deserializer),
-            ("value_deserializer", value_deserializer),
-        ):
-            if fn is not None and not callable(fn):
-                raise KafkaConfigurationError(f"{name} must be callable, not {fn!r}")
+        check_callable("key_deserializer", key_deserializer)
+        check_callable("value_deserializer", value_deserializer)
         for t in topics:
             if not isinstance(t, str) or not t:
                 raise KafkaConfigurationError(f"topics must be non-empty strings, not {t!r}")

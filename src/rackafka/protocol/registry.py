@@ -7,6 +7,7 @@ from rackafka.protocol.apis.describe_configs import DESCRIBE_CONFIGS
 from rackafka.protocol.apis.fetch import FETCH
 from rackafka.protocol.apis.find_coordinator import FIND_COORDINATOR
 from rackafka.protocol.apis.heartbeat import HEARTBEAT
+from rackafka.protocol.apis.init_producer_id import INIT_PRODUCER_ID
 from rackafka.protocol.apis.join_group import JOIN_GROUP
 from rackafka.protocol.apis.leave_group import LEAVE_GROUP
 from rackafka.protocol.apis.list_offsets import LIST_OFFSETS
@@ -35,6 +36,7 @@ ALL_APIS: tuple[Api, ...] = (
     API_VERSIONS,
     CREATE_TOPICS,
     OFFSET_FOR_LEADER_EPOCH,
+    INIT_PRODUCER_ID,
     DESCRIBE_CONFIGS,
     SASL_AUTHENTICATE,
     CONSUMER_GROUP_HEARTBEAT,
@@ -51,6 +53,7 @@ __all__ = [
     "FETCH",
     "FIND_COORDINATOR",
     "HEARTBEAT",
+    "INIT_PRODUCER_ID",
     "JOIN_GROUP",
     "LEAVE_GROUP",
     "LIST_OFFSETS",
