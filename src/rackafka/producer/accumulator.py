@@ -214,6 +214,8 @@ class Accumulator:
         self.closing = False
         #: Batches created since the last drain (the sender's fast check).
         self.pending = 0
+        #: Set when the sender died: every later append raises it.
+        self.error: BaseException | None = None
 
     def open_batch(self, tp: TopicPartition) -> ProducerBatch | None:
         """The batch of ``tp`` still taking records, if any."""
@@ -240,6 +242,8 @@ class Accumulator:
         Raises:
             KafkaTimeoutError: no room within ``timeout`` seconds.
         """
+        if self.error is not None:
+            raise self.error
         dq = self.batches.get(tp)
         if dq is None:
             dq = self.batches[tp] = collections.deque()
@@ -254,6 +258,8 @@ class Accumulator:
             if last.closed:
                 self._close(last)
         await self._wait_room(dq, timeout)
+        if self.error is not None:
+            raise self.error
         batch = ProducerBatch(tp, self.max_batch_size, time.monotonic() + self.delivery_timeout)
         batch.try_append(timestamp, key, value, headers)
         fut = asyncio.get_running_loop().create_future()
@@ -270,6 +276,8 @@ class Accumulator:
         self, tp: TopicPartition, batch: ProducerBatch, timeout: float
     ) -> asyncio.Future[RecordMetadata]:
         """Queue a whole batch (``send_batch``); the future of the batch."""
+        if self.error is not None:
+            raise self.error
         dq = self.batches.get(tp)
         if dq is None:
             dq = self.batches[tp] = collections.deque()

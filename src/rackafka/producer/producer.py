@@ -358,7 +358,7 @@ class AIOKafkaProducer(Generic[KT, VT]):
         self._accumulator = Accumulator(
             max_batch_size=self._max_batch_size,
             linger=self._linger,
-            delivery_timeout=self._request_timeout,
+            delivery_timeout=self._request_timeout * 2 + self._linger,
             wakeup=self._wakeup,
             on_batch_closed=self._batch_closed,
         )
@@ -386,6 +386,7 @@ class AIOKafkaProducer(Generic[KT, VT]):
             log.error("the producer's sender failed: %s", exc)
             self._sender_error = exc
             if self._accumulator is not None:
+                self._accumulator.error = exc
                 self._accumulator.fail_all(exc)
 
     def _wakeup(self) -> None:

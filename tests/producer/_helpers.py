@@ -1,0 +1,81 @@
+"""Shared helpers of the producer tests: read topics back with rackafka and confluent-kafka."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from typing import Any
+
+from rackafka import AIOKafkaConsumer
+from rackafka.structs import ConsumerRecord
+
+WAIT = 20.0
+
+
+def unique(base: str) -> str:
+    return f"{base}-{uuid.uuid4().hex[:8]}"
+
+
+async def read_rackafka(
+    bootstrap: str, topic: str, count: int, *, timeout: float = WAIT, **kwargs: Any
+) -> list[ConsumerRecord[Any, Any]]:
+    """Read ``count`` records of ``topic`` (all partitions) with rackafka's consumer."""
+    out: list[ConsumerRecord[Any, Any]] = []
+    consumer: AIOKafkaConsumer[Any, Any] = AIOKafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        auto_offset_reset="earliest",
+        fetch_max_wait_ms=100,
+        **kwargs,
+    )
+    await consumer.start()
+    try:
+        deadline = time.monotonic() + timeout
+        while len(out) < count and time.monotonic() < deadline:
+            batches = await consumer.getmany(timeout_ms=200)
+            for records in batches.values():
+                out.extend(records)
+        # A little longer: more records than expected (duplicates) must show up.
+        extra_until = time.monotonic() + 0.3
+        while time.monotonic() < extra_until:
+            batches = await consumer.getmany(timeout_ms=100)
+            for records in batches.values():
+                out.extend(records)
+    finally:
+        await consumer.stop()
+    return out
+
+
+def read_confluent(bootstrap: str, topic: str, count: int, timeout: float = WAIT) -> list[Any]:
+    """Read ``count`` messages of ``topic`` with confluent-kafka (the reference client)."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": unique("ref"),
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe([topic])
+    out: list[Any] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(out) < count and time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is None:
+                continue
+            if msg.error():
+                continue
+            out.append(msg)
+    finally:
+        consumer.close()
+    return out
+
+
+async def read_confluent_async(bootstrap: str, topic: str, count: int) -> list[Any]:
+    return await asyncio.get_running_loop().run_in_executor(
+        None, read_confluent, bootstrap, topic, count
+    )
