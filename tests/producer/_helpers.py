@@ -79,3 +79,63 @@ async def read_confluent_async(bootstrap: str, topic: str, count: int) -> list[A
     return await asyncio.get_running_loop().run_in_executor(
         None, read_confluent, bootstrap, topic, count
     )
+
+
+async def raw_batches(
+    cluster: Any, topic: str, partition: int
+) -> list[tuple[int, int, int, int, int]]:
+    """``(base_offset, producer_id, producer_epoch, base_sequence, count)`` of every stored
+    batch of a partition, read with raw Fetch requests from its leader."""
+    from rackafka.net.connection import Connection
+    from rackafka.protocol.apis.fetch import FETCH
+    from rackafka.records.default_records import HEADER
+
+    leader = cluster.partition_info(topic, partition).leader
+    host, port = cluster.brokers[leader].address.rsplit(":", 1)
+    conn = await Connection.open(host, int(port))
+    out: list[tuple[int, int, int, int, int]] = []
+    offset = 0
+    try:
+        while True:
+            response = await conn.request(
+                FETCH,
+                FETCH.Request(
+                    replica_id=-1,
+                    max_wait_ms=10,
+                    min_bytes=1,
+                    max_bytes=1 << 20,
+                    isolation_level=0,
+                    session_id=0,
+                    session_epoch=-1,
+                    topics=[
+                        {
+                            "topic": topic,
+                            "partitions": [
+                                {
+                                    "partition": partition,
+                                    "fetch_offset": offset,
+                                    "partition_max_bytes": 1 << 20,
+                                }
+                            ],
+                        }
+                    ],
+                    forgotten_topics_data=[],
+                    rack_id="",
+                ),
+                version=11,
+            )
+            data = bytes(response.responses[0].partitions[0].records or b"")
+            if not data:
+                return out
+            pos = 0
+            while pos + HEADER.size <= len(data):
+                fields = HEADER.unpack_from(data, pos)
+                base_offset, length = fields[0], fields[1]
+                if pos + 12 + length > len(data):
+                    break
+                pid, epoch, seq, count = fields[9], fields[10], fields[11], fields[12]
+                out.append((base_offset, pid, epoch, seq, count))
+                offset = base_offset + fields[6] + 1
+                pos += 12 + length
+    finally:
+        await conn.aclose()

@@ -407,8 +407,8 @@ class Sender:
 
     def _retry_or_fail(self, batch: ProducerBatch, exc: BaseException, generation: int) -> None:
         retriable = isinstance(exc, KafkaError) and exc.retriable
-        if isinstance(exc, KafkaConnectionError):
-            retriable = True
+        if isinstance(exc, (KafkaConnectionError, KafkaTimeoutError)):
+            retriable = True  # the connection broke or the request timed out
         if retriable and time.monotonic() < batch.deadline:
             self._requeue(batch)
             return
