@@ -1,8 +1,8 @@
-"""Golden-byte tests for the producer's APIs (InitProducerId).
+"""Golden-byte tests for the producer's APIs (InitProducerId and the transaction APIs).
 
-Vectors written by hand from Kafka's ``InitProducerIdRequest.json`` /
-``InitProducerIdResponse.json`` with the independent encoders of ``_wire``, at the
-lowest and highest version rackafka speaks and at the first flexible one.
+Vectors written by hand from Kafka's message definitions (``InitProducerIdRequest.json``,
+``AddPartitionsToTxnRequest.json``, ...) with the independent encoders of ``_wire``, at
+the lowest and highest version rackafka speaks and at the first flexible one.
 """
 
 from __future__ import annotations
@@ -13,7 +13,14 @@ import pytest
 
 from rackafka.errors import KafkaProtocolError, UnsupportedVersionError
 from rackafka.protocol.apis.init_producer_id import INIT_PRODUCER_ID
-from tests.protocol._wire import NO_TAGS, cstring, i16, i32, i64, string
+from rackafka.protocol.apis.transactions import (
+    ADD_OFFSETS_TO_TXN,
+    ADD_PARTITIONS_TO_TXN,
+    END_TXN,
+    TXN_OFFSET_COMMIT,
+)
+from rackafka.protocol.schema import Api
+from tests.protocol._wire import NO_TAGS, array, boolean, carray, cstring, i16, i32, i64, string
 
 API = INIT_PRODUCER_ID
 
@@ -91,3 +98,165 @@ def test_versions() -> None:
     assert (API.key, API.min_version, API.max_version, API.flexible_from) == (22, 0, 4, 2)
     with pytest.raises(UnsupportedVersionError):
         API.encode_request(5, API.Request())
+
+
+TXN_CASES: list[tuple[Api, int, str, Any, bytes]] = [
+    (
+        ADD_PARTITIONS_TO_TXN,
+        0,
+        "request",
+        ADD_PARTITIONS_TO_TXN.Request(
+            transactional_id="tx",
+            producer_id=9,
+            producer_epoch=1,
+            topics=[{"name": "t", "partitions": [0, 2]}],
+        ),
+        string("tx") + i64(9) + i16(1) + array([string("t") + array([i32(0), i32(2)])]),
+    ),
+    (
+        ADD_PARTITIONS_TO_TXN,
+        3,
+        "response",
+        ADD_PARTITIONS_TO_TXN.Response(
+            throttle_time_ms=0,
+            results=[{"name": "t", "results": [{"partition_index": 2, "error_code": 51}]}],
+        ),
+        i32(0) + carray([cstring("t") + carray([i32(2) + i16(51) + NO_TAGS]) + NO_TAGS]) + NO_TAGS,
+    ),
+    (
+        ADD_OFFSETS_TO_TXN,
+        0,
+        "request",
+        ADD_OFFSETS_TO_TXN.Request(
+            transactional_id="tx", producer_id=9, producer_epoch=1, group_id="g"
+        ),
+        string("tx") + i64(9) + i16(1) + string("g"),
+    ),
+    (
+        ADD_OFFSETS_TO_TXN,
+        3,
+        "response",
+        ADD_OFFSETS_TO_TXN.Response(throttle_time_ms=5, error_code=0),
+        i32(5) + i16(0) + NO_TAGS,
+    ),
+    (
+        END_TXN,
+        0,
+        "request",
+        END_TXN.Request(transactional_id="tx", producer_id=9, producer_epoch=1, committed=True),
+        string("tx") + i64(9) + i16(1) + boolean(True),
+    ),
+    (
+        END_TXN,
+        3,
+        "request",
+        END_TXN.Request(transactional_id="tx", producer_id=9, producer_epoch=1, committed=False),
+        cstring("tx") + i64(9) + i16(1) + boolean(False) + NO_TAGS,
+    ),
+    (
+        END_TXN,
+        0,
+        "response",
+        END_TXN.Response(throttle_time_ms=0, error_code=48),
+        i32(0) + i16(48),
+    ),
+    (
+        TXN_OFFSET_COMMIT,
+        0,
+        "request",
+        TXN_OFFSET_COMMIT.Request(
+            transactional_id="tx",
+            group_id="g",
+            producer_id=9,
+            producer_epoch=1,
+            topics=[
+                {
+                    "name": "t",
+                    "partitions": [
+                        {"partition_index": 1, "committed_offset": 42, "committed_metadata": None}
+                    ],
+                }
+            ],
+        ),
+        string("tx")
+        + string("g")
+        + i64(9)
+        + i16(1)
+        + array([string("t") + array([i32(1) + i64(42) + string(None)])]),
+    ),
+    (
+        TXN_OFFSET_COMMIT,
+        3,
+        "request",
+        TXN_OFFSET_COMMIT.Request(
+            transactional_id="tx",
+            group_id="g",
+            producer_id=9,
+            producer_epoch=1,
+            generation_id=4,
+            member_id="m-1",
+            group_instance_id=None,
+            topics=[
+                {
+                    "name": "t",
+                    "partitions": [
+                        {
+                            "partition_index": 1,
+                            "committed_offset": 42,
+                            "committed_leader_epoch": 7,
+                            "committed_metadata": "",
+                        }
+                    ],
+                }
+            ],
+        ),
+        cstring("tx")
+        + cstring("g")
+        + i64(9)
+        + i16(1)
+        + i32(4)
+        + cstring("m-1")
+        + cstring(None)
+        + carray(
+            [cstring("t") + carray([i32(1) + i64(42) + i32(7) + cstring("") + NO_TAGS]) + NO_TAGS]
+        )
+        + NO_TAGS,
+    ),
+    (
+        TXN_OFFSET_COMMIT,
+        3,
+        "response",
+        TXN_OFFSET_COMMIT.Response(
+            throttle_time_ms=0,
+            topics=[{"name": "t", "partitions": [{"partition_index": 1, "error_code": 0}]}],
+        ),
+        i32(0) + carray([cstring("t") + carray([i32(1) + i16(0) + NO_TAGS]) + NO_TAGS]) + NO_TAGS,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("api", "version", "kind", "value", "wire"),
+    TXN_CASES,
+    ids=[f"{c[0].name}-v{c[1]}-{c[2]}" for c in TXN_CASES],
+)
+def test_transaction_apis_golden(
+    api: Api, version: int, kind: str, value: Any, wire: bytes
+) -> None:
+    if kind == "request":
+        assert bytes(api.encode_request(version, value)) == wire
+        assert api.decode_request(version, wire) == value
+    else:
+        assert bytes(api.encode_response(version, value)) == wire
+        assert api.decode_response(version, wire) == value
+    decode = api.decode_request if kind == "request" else api.decode_response
+    for cut in range(len(wire)):
+        with pytest.raises(KafkaProtocolError):
+            decode(version, wire[:cut])
+
+
+@pytest.mark.parametrize(
+    "api", [ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT]
+)
+def test_transaction_api_versions(api: Api) -> None:
+    assert (api.min_version, api.max_version, api.flexible_from) == (0, 3, 3)
