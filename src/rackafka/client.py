@@ -23,8 +23,10 @@ from rackafka.errors import (
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
+    for_code,
 )
 from rackafka.net.connection import Connection, Connector, plaintext_connector
+from rackafka.protocol.apis.find_coordinator import FIND_COORDINATOR
 from rackafka.protocol.apis.metadata import METADATA
 from rackafka.protocol.schema import Api
 
@@ -442,6 +444,64 @@ class KafkaClient:
         """Send ``request`` to broker ``node_id`` and return the response."""
         conn = await self.connect(node_id, channel=channel)
         return await conn.request(api, request, version=version, timeout=timeout)
+
+    async def find_coordinator(self, key: str, key_type: int, timeout: float) -> int:
+        """The node id of the coordinator of ``key`` (key type 0: group, 1: transaction).
+
+        Retriable errors are retried with backoff until ``timeout`` seconds pass.
+
+        Raises:
+            KafkaTimeoutError: no coordinator was found in time.
+            BrokerResponseError: a non-retriable error (e.g. authorization).
+        """
+        deadline = time.monotonic() + timeout
+        delay = self.retry_backoff
+        last: object = None
+        while time.monotonic() < deadline:
+            nodes = sorted(self.cluster.brokers)
+            ready = [n for n in nodes if self.connection_if_ready(n) is not None]
+            candidates: list[int] = ready or nodes
+            node = candidates[0] if candidates else None
+            if node is None:
+                last = "no brokers known"
+            else:
+                try:
+                    version = await self.api_version(node, FIND_COORDINATOR)
+                    resp = await self.send(
+                        node,
+                        FIND_COORDINATOR,
+                        FIND_COORDINATOR.Request(
+                            key=key, key_type=key_type, coordinator_keys=[key]
+                        ),
+                        version=version,
+                    )
+                except KafkaError as exc:
+                    last = exc
+                else:
+                    if version >= 4:
+                        found = resp.coordinators[0] if resp.coordinators else None
+                        code = found.error_code if found is not None else 15
+                        node_id, host, port = (
+                            (found.node_id, found.host, found.port) if found else (-1, "", 0)
+                        )
+                    else:
+                        code, node_id, host, port = (
+                            resp.error_code,
+                            resp.node_id,
+                            resp.host,
+                            resp.port,
+                        )
+                    if not code:
+                        if self.cluster.broker(node_id) is None:
+                            self.cluster.add_brokers([Broker(node_id, host, port)])
+                        return int(node_id)
+                    err = for_code(code)
+                    if not err.retriable:
+                        raise err(f"FindCoordinator for {key!r} (key type {key_type})")
+                    last = err.__name__
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, self.retry_backoff * 10)
+        raise KafkaTimeoutError(f"no coordinator found for {key!r} in {timeout:.3g} s: {last}")
 
     async def api_version(self, node_id: int, api: Api, *, channel: str = "") -> int:
         """The version of ``api`` negotiated with ``node_id``."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import struct
 import time
 import uuid
 from typing import Any
@@ -82,10 +83,15 @@ async def read_confluent_async(bootstrap: str, topic: str, count: int) -> list[A
 
 
 async def raw_batches(
-    cluster: Any, topic: str, partition: int
+    cluster: Any,
+    topic: str,
+    partition: int,
+    *,
+    attributes: list[tuple[int, int, int]] | None = None,
 ) -> list[tuple[int, int, int, int, int]]:
     """``(base_offset, producer_id, producer_epoch, base_sequence, count)`` of every stored
-    batch of a partition, read with raw Fetch requests from its leader."""
+    batch of a partition, read with raw Fetch requests from its leader; ``attributes``
+    collects ``(base_offset, attributes, control_type)`` of each batch."""
     from rackafka.net.connection import Connection
     from rackafka.protocol.apis.fetch import FETCH
     from rackafka.records.default_records import HEADER
@@ -135,6 +141,13 @@ async def raw_batches(
                     break
                 pid, epoch, seq, count = fields[9], fields[10], fields[11], fields[12]
                 out.append((base_offset, pid, epoch, seq, count))
+                if attributes is not None:
+                    # (base offset, attributes, control type): the control record's key
+                    # (version, type) sits 5 bytes into a one-record uncompressed batch.
+                    ctype = -1
+                    if fields[5] & 0x20:
+                        (ctype,) = struct.unpack_from(">h", data, pos + HEADER.size + 7)
+                    attributes.append((base_offset, fields[5], ctype))
                 offset = base_offset + fields[6] + 1
                 pos += 12 + length
     finally:

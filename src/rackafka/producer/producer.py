@@ -7,10 +7,11 @@ the accumulator's job and the wire the sender's.  Never imports the consumer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from rackafka import __version__
@@ -20,6 +21,7 @@ from rackafka.errors import (
     IllegalOperation,
     KafkaConfigurationError,
     KafkaError,
+    KafkaTimeoutError,
     MessageSizeTooLargeError,
     ProducerClosed,
     UnknownTopicOrPartitionError,
@@ -27,6 +29,7 @@ from rackafka.errors import (
 from rackafka.producer.accumulator import Accumulator, ProducerBatch
 from rackafka.producer.partitioner import DefaultPartitioner, StickyPartitioner, murmur2_partition
 from rackafka.producer.sender import ProducerIdState, ProduceStats, Sender
+from rackafka.producer.transaction_manager import IN_TRANSACTION, TransactionManager
 from rackafka.records.compression import (
     CODEC_GZIP,
     CODEC_LZ4,
@@ -35,7 +38,7 @@ from rackafka.records.compression import (
     CODEC_ZSTD,
 )
 from rackafka.records.default_records import HEADER_SIZE
-from rackafka.structs import RecordMetadata, TopicPartition
+from rackafka.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
 
 log = logging.getLogger("rackafka.producer")
 
@@ -175,8 +178,11 @@ class AIOKafkaProducer(Generic[KT, VT]):
         enable_idempotence: the broker stores each record exactly once even when
             sends are retried (producer id and sequence numbers).  Needs
             ``acks="all"``.  Default: ``False``.
-        transactional_id, transaction_timeout_ms: transactions; not supported by
-            this version (a :exc:`~rackafka.errors.KafkaConfigurationError`).
+        transactional_id: makes the producer transactional (and idempotent): records
+            are sent between :meth:`begin_transaction` and
+            :meth:`commit_transaction` / :meth:`abort_transaction`.
+        transaction_timeout_ms: how long the coordinator waits for a transaction to
+            end before aborting it.  Default: 60000.
         security_protocol, ssl_context, sasl_*: as in the consumer.
         client_rack: the rack (availability zone) of this producer.
         rack_aware_partitioning: with ``client_rack``, send keyless records to
@@ -284,10 +290,13 @@ class AIOKafkaProducer(Generic[KT, VT]):
                 "leave partitioner at its default"
             )
         if transactional_id is not None:
-            raise KafkaConfigurationError(
-                f"transactional_id is not supported yet by rackafka {__version__}: "
-                "use enable_idempotence=True for exactly-once writes per partition"
-            )
+            if not isinstance(transactional_id, str) or not transactional_id:
+                raise KafkaConfigurationError(
+                    f"transactional_id must be a non-empty str, not {transactional_id!r}"
+                )
+            enable_idempotence = True  # as aiokafka and Kafka: transactions are idempotent
+        else:
+            transaction_timeout_ms = _INT32_MAX  # as aiokafka
         if not isinstance(enable_idempotence, bool):
             raise KafkaConfigurationError(
                 f"enable_idempotence must be a bool, not {enable_idempotence!r}"
@@ -330,8 +339,11 @@ class AIOKafkaProducer(Generic[KT, VT]):
             client_rack if rack_aware_partitioning else None, self._leader_rack
         )
         self._pid_state = (
-            ProducerIdState(None, transaction_timeout_ms) if enable_idempotence else None
+            ProducerIdState(transactional_id, transaction_timeout_ms)
+            if enable_idempotence
+            else None
         )
+        self._txn: TransactionManager | None = None
         self._stats = ProduceStats()
         # Per topic: (metadata version, all partitions sorted, available partitions).
         self._parts: dict[str, tuple[int, list[int], list[int]]] = {}
@@ -374,6 +386,14 @@ class AIOKafkaProducer(Generic[KT, VT]):
             client_rack=self._client_rack,
             stats=self._stats,
         )
+        if self._pid_state is not None and self._pid_state.transactional_id is not None:
+            self._txn = TransactionManager(
+                self._client,
+                self._pid_state,
+                retry_backoff=self._retry_backoff,
+                request_timeout=self._request_timeout,
+            )
+            self._sender.txn = self._txn
         self._sender_task = self._sender.start()
         self._sender_task.add_done_callback(self._sender_done)
         self._started = True
@@ -522,6 +542,8 @@ class AIOKafkaProducer(Generic[KT, VT]):
         acc = self._check_running()
         if value is None and key is None:
             raise _NeedKeyOrValue("Need at least one: key or value")
+        if self._txn is not None and self._txn.state != IN_TRANSACTION:
+            raise IllegalOperation("Can't send messages while not in transaction")
         cached = self._parts.get(topic)
         if cached is not None and cached[0] == self._client.cluster.version:
             all_parts, available = cached[1], cached[2]
@@ -594,6 +616,8 @@ class AIOKafkaProducer(Generic[KT, VT]):
             MessageSizeTooLargeError: the batch is larger than ``max_request_size``.
         """
         acc = self._check_running()
+        if self._txn is not None and self._txn.state != IN_TRANSACTION:
+            raise IllegalOperation("Can't send messages while not in transaction")
         all_parts, _ = await self._partitions(topic)
         if partition not in all_parts:
             raise UnknownTopicOrPartitionError(f"partition {partition} of {topic!r} is unknown")
@@ -610,3 +634,81 @@ class AIOKafkaProducer(Generic[KT, VT]):
         """Counters of what was sent: records, batches, requests, retries, and the
         bytes that went to a leader in the producer's rack or another one."""
         return self._stats
+
+    # -- transactions ------------------------------------------------------------
+
+    def _ensure_transactional(self) -> TransactionManager:
+        self._check_running()
+        if self._txn is None:
+            raise IllegalOperation("You need to configure transaction_id to use transactions")
+        return self._txn
+
+    async def _wait_producer_id(self) -> None:
+        pid = self._pid_state
+        assert pid is not None
+        deadline = time.monotonic() + self._request_timeout
+        while not pid.has_pid:
+            self._check_running()
+            if time.monotonic() > deadline:
+                raise KafkaTimeoutError("no producer id from the transaction coordinator")
+            await asyncio.sleep(0.005)
+
+    async def begin_transaction(self) -> None:
+        """Start a transaction: records sent until it ends belong to it.
+
+        Raises:
+            IllegalOperation: the producer has no ``transactional_id``.
+            IllegalOperation: a transaction is already open.
+        """
+        txn = self._ensure_transactional()
+        await self._wait_producer_id()
+        txn.begin()
+
+    async def commit_transaction(self) -> None:
+        """Deliver every record of the transaction and commit it."""
+        txn = self._ensure_transactional()
+        await self.flush()
+        self._check_running()
+        await txn.end(True)
+
+    async def abort_transaction(self) -> None:
+        """Deliver what was sent, then abort the transaction (its records stay invisible
+        to ``read_committed`` consumers)."""
+        txn = self._ensure_transactional()
+        await self.flush()
+        await txn.end(False)
+
+    def transaction(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """``async with producer.transaction():`` begins a transaction, commits it on
+        success and aborts it when the block raises."""
+        return self._transaction()
+
+    @contextlib.asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[None]:
+        await self.begin_transaction()
+        try:
+            yield
+        except BaseException:
+            if self._txn is not None and self._txn.state == IN_TRANSACTION:
+                await self.abort_transaction()
+            raise
+        await self.commit_transaction()
+
+    async def send_offsets_to_transaction(
+        self, offsets: dict[TopicPartition, int | OffsetAndMetadata], group_id: str
+    ) -> None:
+        """Commit consumer ``offsets`` of ``group_id`` as part of the transaction.
+
+        Raises:
+            IllegalOperation: no transaction is open.
+            ValueError: ``group_id`` is empty.
+        """
+        txn = self._ensure_transactional()
+        if txn.state != IN_TRANSACTION:
+            raise IllegalOperation("Not in the middle of a transaction")
+        if not group_id or not isinstance(group_id, str):
+            raise ValueError(group_id)
+        for tp in offsets:
+            if not isinstance(tp, TopicPartition):
+                raise TypeError(f"offsets keys must be TopicPartition, not {tp!r}")
+        await txn.send_offsets(dict(offsets), group_id)

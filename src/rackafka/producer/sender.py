@@ -128,6 +128,8 @@ class Sender:
         self._in_flight: dict[int, int] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._task: asyncio.Task[None] | None = None
+        #: The TransactionManager of a transactional producer (set by the producer).
+        self.txn: Any = None
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -205,11 +207,16 @@ class Sender:
         cluster = self.client.cluster
         acc = self.acc
         need_metadata = False
+        txn = self.txn
+        need_add: set[TopicPartition] = set()
         for tp, dq in acc.batches.items():
             if not dq or tp in self._muted:
                 continue
             batch = dq[0]
             if not acc.ready(batch, now):
+                continue
+            if txn is not None and not txn.can_send(tp):
+                need_add.add(tp)
                 continue
             leader = cluster.leader_for(tp)
             if leader is None:
@@ -230,6 +237,8 @@ class Sender:
             self._muted.add(tp)
             sizes[leader] = size + batch.size
             out.setdefault(leader, []).append(batch)
+        if need_add:
+            txn.add_partitions(need_add, self.wakeup)
         if out:
             acc.pending = 0
         return out, need_metadata
@@ -242,6 +251,8 @@ class Sender:
         delay = self.retry_backoff
         while True:
             nodes = sorted(self.client.cluster.brokers)
+            if self.txn is not None:
+                nodes = [await self.txn.coordinator_node()]
             err: BaseException | None = None
             for node in nodes:
                 if self.client.is_backing_off(node):
@@ -257,10 +268,14 @@ class Sender:
                     )
                 except KafkaError as exc:
                     err = exc
+                    if self.txn is not None:
+                        self.txn.coordinator = None
                     continue
                 if resp.error_code:
                     exc_cls = for_code(resp.error_code)
-                    if not exc_cls.retriable:
+                    if self.txn is not None and resp.error_code in (15, 16):
+                        self.txn.coordinator = None  # the coordinator moved
+                    elif not exc_cls.retriable and resp.error_code != 51:
                         raise exc_cls(f"InitProducerId failed (error {resp.error_code})")
                     err = exc_cls()
                     break
