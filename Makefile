@@ -4,14 +4,14 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test venv lint typecheck unit demo bench-records bench-consume bench-produce bench-spark clean
+.PHONY: test venv lint typecheck docs unit demo bench-records bench-consume bench-produce bench-spark clean
 
 venv: $(STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,spark]'
+	$(BIN)/python -m pip install -q -e '.[test,spark,docs]'
 	touch $(STAMP)
 
 lint: venv
@@ -21,10 +21,14 @@ lint: venv
 typecheck: venv
 	$(BIN)/mypy
 
+# The documentation site (docs/_build/html); warnings are errors.
+docs: venv
+	$(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
+
 unit: venv
 	$(BIN)/pytest -q $(PYTEST_ARGS)
 
-test: lint typecheck unit
+test: lint typecheck docs unit
 
 BENCH_VENV ?= .venv-bench
 $(BENCH_VENV)/.installed: pyproject.toml

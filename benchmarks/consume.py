@@ -27,6 +27,10 @@ Clients (``--clients``; a client whose package is missing is reported as skipped
 ``kafka-python``    kafka-python ``poll()``
 ``confluent``       confluent-kafka's batch ``consume(num_messages=...)``
                     (``fetch.queue.backoff.ms=10``, ``check.crcs=true``)
+``*-front``         rackafka / aiokafka-C through a PLAINTEXT ``rackafka.testing.SecureFront``
+                    (a Python proxy in the benchmark's process: its own cost, for reference)
+``*-sasl-ssl``      the same through a SASL_SSL front (TLS + SCRAM-SHA-512): the cost of
+                    security is the ratio to ``*-front``
 ==================  ===========================================================================
 
 The slow clients (pure-Python aiokafka, kafka-python) and the ``getone`` clients read a
@@ -49,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import json
 import os
@@ -89,6 +94,9 @@ class Dataset:
     per_partition: int
     slow_limit: int  # records read by the slow clients
     getone_limit: int  # records read by the getone clients
+    #: "events": keys, JSON values of varying size, two headers (see event_factory);
+    #: "json": the same records, and every client deserializes the values with json.loads.
+    shape: str = "fixed"
 
     @property
     def records(self) -> int:
@@ -101,6 +109,8 @@ class Dataset:
 
     @property
     def topic(self) -> str:
+        if self.shape == "json":  # the events topic, read with json.loads
+            return "bench-" + self.name.lower().replace("json", "events")
         return "bench-" + self.name.lower().replace(" ", "")
 
     def check(self) -> None:
@@ -119,12 +129,18 @@ def _datasets(quick: bool) -> list[Dataset]:
             Dataset("100B-lz4", 100, "lz4", 32, 15_625, 60_000, 100_000),
             Dataset("10KB", 10_000, "none", 32, 400, 2_000, 12_800),
             Dataset("10KB-lz4", 10_000, "lz4", 32, 400, 2_000, 12_800),
+            Dataset("events", EVENT_SIZE, "none", 32, 3_125, 20_000, 40_000, "events"),
+            Dataset("events-lz4", EVENT_SIZE, "lz4", 32, 3_125, 20_000, 40_000, "events"),
+            Dataset("json", EVENT_SIZE, "none", 32, 3_125, 20_000, 40_000, "json"),
         ]
     return [
         Dataset("100B", 100, "none", 96, 31_250, 200_000, 300_000),
         Dataset("100B-lz4", 100, "lz4", 96, 31_250, 200_000, 300_000),
         Dataset("10KB", 10_000, "none", 256, 400, 4_000, 102_400),
         Dataset("10KB-lz4", 10_000, "lz4", 256, 400, 4_000, 102_400),
+        Dataset("events", EVENT_SIZE, "none", 96, 3_125, 50_000, 100_000, "events"),
+        Dataset("events-lz4", EVENT_SIZE, "lz4", 96, 3_125, 50_000, 100_000, "events"),
+        Dataset("json", EVENT_SIZE, "none", 96, 3_125, 50_000, 100_000, "json"),
     ]
 
 
@@ -139,6 +155,9 @@ class Client:
     env: dict[str, str] = field(default_factory=dict)
     rack: str | None = None
     extension: str | None = None  # aiokafka: "c" or "py"
+    #: None: straight to the brokers; "front": through a PLAINTEXT SecureFront (the
+    #: proxy's own cost); "sasl_ssl": through a SASL_SSL SecureFront (SCRAM-SHA-512).
+    via: str | None = None
 
     def count(self, ds: Dataset) -> int:
         if self.limit == "slow":
@@ -164,7 +183,13 @@ CLIENTS = [
     Client("aiokafka-getone", "aiokafka", "getone", limit="getone", extension="c"),
     Client("kafka-python", "kafka-python", "poll", limit="slow"),
     Client("confluent", "confluent", "consume"),
+    Client("rackafka-front", "rackafka", "getmany", via="front"),
+    Client("rackafka-sasl-ssl", "rackafka", "getmany", via="sasl_ssl"),
+    Client("aiokafka-c-front", "aiokafka", "getmany", extension="c", via="front"),
+    Client("aiokafka-c-sasl-ssl", "aiokafka", "getmany", extension="c", via="sasl_ssl"),
 ]
+#: The SASL_SSL front's only user (SCRAM-SHA-512).
+BENCH_USER = ("bench", "bench-password")
 REFERENCE = "aiokafka-c"
 SAME_API_REFERENCE = {"getone": "aiokafka-getone"}
 
@@ -176,6 +201,32 @@ def make_corpus() -> bytes:
     letters = b"abcdefghijklmnopqrstuvwxyz"
     words = [bytes(rnd.choice(letters) for _ in range(rnd.randint(2, 9))) for _ in range(500)]
     return b" ".join(rnd.choice(words) for _ in range(400_000))
+
+
+#: Average value size of the events datasets (for sizing; values vary from 60 to 1200 B).
+EVENT_SIZE = 320
+_EVENT_TYPES = ("page_view", "click", "add_to_cart", "purchase", "search")
+
+
+@functools.lru_cache(maxsize=8)
+def event_record(n: int) -> tuple[bytes, bytes, list[tuple[str, bytes]]]:
+    """Record ``n`` of the events datasets, the same in every process: key ``user-NNNNNN``,
+    a JSON value of 60-400 bytes (one in ten 400-1200), headers ``traceparent`` (W3C) and
+    ``content-type``."""
+    rnd = random.Random(n)
+    key = b"user-%06d" % rnd.randrange(1_000_000)
+    size = rnd.randint(400, 1200) if rnd.random() < 0.1 else rnd.randint(60, 400)
+    head = (
+        f'{{"user":"{key.decode()}","event":"{_EVENT_TYPES[n % 5]}",'
+        f'"ts":{1_700_000_000_000 + n},"n":{n},"payload":"'
+    )
+    pad = max(0, size - len(head) - 2)
+    corpus = make_corpus()
+    start = (n * 7919) % (len(corpus) - pad - 1)
+    text = corpus[start : start + pad].decode("ascii").replace('"', " ").replace("\\", " ")
+    value = (head + text + '"}').encode()
+    trace = f"00-{rnd.getrandbits(128):032x}-{rnd.getrandbits(64):016x}-01"
+    return key, value, [("traceparent", trace.encode()), ("content-type", b"application/json")]
 
 
 def value_factory(size: int, base: int) -> Callable[[int], bytes]:
@@ -278,6 +329,20 @@ async def run_asyncio_client(spec: dict[str, Any], tally: Tally) -> dict[str, An
     }
     if spec["rack"]:
         kwargs["client_rack"] = spec["rack"]
+    json_values = spec.get("shape") == "json"
+    if json_values:
+        kwargs["value_deserializer"] = json.loads
+    if spec.get("ca_file"):
+        from importlib import import_module
+
+        helpers = import_module(f"{lib.__name__}.helpers")
+        kwargs.update(
+            security_protocol="SASL_SSL",
+            ssl_context=helpers.create_ssl_context(cafile=spec["ca_file"]),
+            sasl_mechanism="SCRAM-SHA-512",
+            sasl_plain_username=BENCH_USER[0],
+            sasl_plain_password=BENCH_USER[1],
+        )
     consumer = lib.AIOKafkaConsumer(**kwargs)
     await consumer.start()
     try:
@@ -289,7 +354,7 @@ async def run_asyncio_client(spec: dict[str, Any], tally: Tally) -> dict[str, An
             getone = consumer.getone
             while tally.n < tally.target:
                 record = await getone()
-                tally.one(len(record.value))
+                tally.one(record.serialized_value_size if json_values else len(record.value))
         else:
             getmany = consumer.getmany
             max_records = spec["max_records"] or None
@@ -305,7 +370,9 @@ async def run_asyncio_client(spec: dict[str, Any], tally: Tally) -> dict[str, An
                         records[0].offset,
                         records[-1].offset,
                         len(records),
-                        sum([len(r.value) for r in records]),
+                        sum([r.serialized_value_size for r in records])
+                        if json_values
+                        else sum([len(r.value) for r in records]),
                     )
         tally.t_last = time.perf_counter()
         if spec["library"] == "rackafka" and spec["rack"]:
@@ -341,6 +408,7 @@ def run_kafka_python(spec: dict[str, Any], tally: Tally) -> dict[str, Any]:
         # The mock's answer to ApiVersions v3+ is malformed and kafka-python 3 does not fall
         # back; a configured 2.3 makes it send ApiVersions v2 (and still use Fetch v11).
         api_version=(2, 3),
+        **({"value_deserializer": json.loads} if spec.get("shape") == "json" else {}),
     )
     try:
         topic = spec["topic"]
@@ -360,7 +428,7 @@ def run_kafka_python(spec: dict[str, Any], tally: Tally) -> dict[str, Any]:
                     records[0].offset,
                     records[-1].offset,
                     len(records),
-                    sum([len(r.value) for r in records]),
+                    sum([r.serialized_value_size for r in records]),
                 )
         tally.t_last = time.perf_counter()
     finally:
@@ -400,10 +468,14 @@ def run_confluent(spec: dict[str, Any], tally: Tally) -> dict[str, Any]:
                 continue
             progress = time.monotonic()
             nbytes = 0
+            json_values = spec.get("shape") == "json"
             for m in messages:
                 if m.error():
                     raise KafkaException(m.error())
-                nbytes += len(m.value())
+                value = m.value()
+                nbytes += len(value)
+                if json_values:
+                    json.loads(value)
             if tally.n == 0:
                 tally.t_first = time.perf_counter()
                 tally.wall_first = time.time()
@@ -476,15 +548,19 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
         short = [p for p in range(spec["partitions"]) if tally.next_offset.get(p) != high[p]]
         if short:
             problems.append(f"{len(short)} partition(s) not read to the end, e.g. {short[:3]}")
-    expected_bytes = tally.n * spec["value_size"]
-    if tally.nbytes != expected_bytes:
-        problems.append(f"value bytes {tally.nbytes} != {expected_bytes}")
+    if spec.get("shape", "fixed") == "fixed":
+        expected_bytes = tally.n * spec["value_size"]
+        if tally.nbytes != expected_bytes:
+            problems.append(f"value bytes {tally.nbytes} != {expected_bytes}")
+    elif tally.target == spec["total"] and tally.nbytes != spec["total_bytes"]:
+        problems.append(f"value bytes {tally.nbytes} != {spec['total_bytes']}")
+    per_record = tally.nbytes / tally.n if tally.n else spec["value_size"]
     return {
         "records": tally.n,
         "bytes": tally.nbytes,
         "window_s": window,
         "msgs_per_s": steady / window if window > 0 else None,
-        "mb_per_s": steady * spec["value_size"] / window / 1e6 if window > 0 else None,
+        "mb_per_s": steady * per_record / window / 1e6 if window > 0 else None,
         "msgs_per_s_from_loop_start": tally.n / from_start if from_start > 0 else None,
         "first_record_s": tally.wall_first - spec["spawn_wall"],
         "total_s": tally.wall_first + window - spec["spawn_wall"],
@@ -516,10 +592,19 @@ def produce_dataset(cluster: Any, ds: Dataset) -> list[int]:
     """Create and fill the dataset's topic; returns each partition's high watermark."""
     cluster.create_topic(ds.topic, ds.partitions, 3)
     for p in range(ds.partitions):
+        base = p * ds.per_partition
+        if ds.shape == "fixed":
+            records: dict[str, Any] = {"value": value_factory(ds.value_size, base)}
+        else:
+            records = {
+                "key": lambda i, b=base: event_record(b + i)[0],
+                "value": lambda i, b=base: event_record(b + i)[1],
+                "headers": lambda i, b=base: event_record(b + i)[2],
+            }
         cluster.produce(
             ds.topic,
             ds.per_partition,
-            value=value_factory(ds.value_size, p * ds.per_partition),
+            **records,
             partition=p,
             batch_size=BATCH_BYTES,
             linger_ms=20,
@@ -736,7 +821,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small datasets, 1 repeat")
     parser.add_argument("--repeat", type=int, default=None, help="runs per measurement (3)")
     parser.add_argument("--clients", help="comma-separated: " + ",".join(c.name for c in CLIENTS))
-    parser.add_argument("--datasets", help="comma-separated: 100B,100B-lz4,10KB,10KB-lz4")
+    parser.add_argument(
+        "--datasets", help="comma-separated: 100B,100B-lz4,10KB,10KB-lz4,events,events-lz4,json"
+    )
     parser.add_argument(
         "--max-records",
         type=int,
@@ -770,10 +857,33 @@ def main(argv: list[str] | None = None) -> int:
     raw: dict[str, list[dict[str, Any]]] = {}
     skipped: dict[str, dict[str, Any]] = {}
     highs: dict[str, list[int]] = {}
-    with EmbeddedCluster(brokers=3, racks=RACKS) as cluster:
+    total_bytes: dict[str, int] = {}
+    with EmbeddedCluster(brokers=3, racks=RACKS) as cluster, contextlib.ExitStack() as fronts:
+        routes: dict[str | None, tuple[str, str | None]] = {None: (cluster.bootstrap_servers, None)}
+        if any(c.via for c in clients):
+            from rackafka.testing import SecureFront
+
+            backends = {n: (b.host, b.port) for n, b in cluster.brokers.items()}
+            plain = fronts.enter_context(SecureFront(backends, security_protocol="PLAINTEXT"))
+            secure = fronts.enter_context(
+                SecureFront(
+                    backends,
+                    security_protocol="SASL_SSL",
+                    sasl_mechanisms=("SCRAM-SHA-512",),
+                    users=dict([BENCH_USER]),
+                )
+            )
+            routes["front"] = (plain.bootstrap_servers, None)
+            routes["sasl_ssl"] = (secure.bootstrap_servers, secure.ca_file)
+        by_topic: dict[str, list[int]] = {}
         for ds in datasets:
+            if ds.shape != "fixed":
+                total_bytes[ds.name] = sum(len(event_record(n)[1]) for n in range(ds.records))
+            if ds.topic in by_topic:  # json reads the events topic
+                highs[ds.name] = by_topic[ds.topic]
+                continue
             t = time.monotonic()
-            highs[ds.name] = produce_dataset(cluster, ds)
+            highs[ds.name] = by_topic[ds.topic] = produce_dataset(cluster, ds)
             log(
                 f"produced {ds.name}: {ds.records:,} records in {ds.partitions} partitions "
                 f"({time.monotonic() - t:.1f}s)"
@@ -794,10 +904,13 @@ def main(argv: list[str] | None = None) -> int:
                         "api": c.api,
                         "extension": c.extension,
                         "rack": c.rack,
-                        "bootstrap": cluster.bootstrap_servers,
+                        "bootstrap": routes[c.via][0],
+                        "ca_file": routes[c.via][1],
                         "topic": ds.topic,
                         "partitions": ds.partitions,
                         "value_size": ds.value_size,
+                        "shape": ds.shape,
+                        "total_bytes": total_bytes.get(ds.name, 0),
                         "compression": ds.compression,
                         "total": ds.records,
                         "target": target,

@@ -72,6 +72,7 @@ class Case:
     value_size: int  # average
     codec: str
     varied: bool = False
+    events: bool = False  # keys, varying sizes, two headers (see event_record)
 
 
 CASES = [
@@ -79,14 +80,29 @@ CASES = [
     Case("100 B", 100, "lz4"),
     Case("100 B", 100, "zstd"),
     Case("50-150 B", 100, "none", varied=True),
+    Case("events", 250, "none", events=True),
+    Case("events", 250, "lz4", events=True),
     Case("10 KB", 10_000, "none"),
     Case("10 KB", 10_000, "lz4"),
     Case("10 KB", 10_000, "zstd"),
 ]
 
 
+def event_record(rnd: random.Random, corpus: bytes, i: int) -> tuple[bytes, bytes, list[Any]]:
+    """A record shaped like application events: key ``user-NNNNNN``, a value of 60-400 B
+    (one in ten 400-1200 B), and two headers (W3C ``traceparent``, ``content-type``)."""
+    key = b"user-%06d" % rnd.randrange(1_000_000)
+    n = rnd.randint(400, 1200) if rnd.random() < 0.1 else rnd.randint(60, 400)
+    start = rnd.randrange(len(corpus) - n)
+    value = corpus[start : start + n]
+    trace = f"00-{rnd.getrandbits(128):032x}-{rnd.getrandbits(64):016x}-01"
+    headers = [("traceparent", trace.encode()), ("content-type", b"application/json")]
+    return key, value, headers
+
+
 def build_case(case: Case, batches: int) -> list[bytes]:
-    """Batches of about 1 MB of uncompressed records with null keys and no headers."""
+    """Batches of about 1 MB of uncompressed records: null keys and no headers, or the
+    ``events`` shape (:func:`event_record`)."""
     from rackafka.records import CODEC_LZ4, CODEC_NONE, CODEC_ZSTD, BatchBuilder
 
     codec = {"none": CODEC_NONE, "lz4": CODEC_LZ4, "zstd": CODEC_ZSTD}[case.codec]
@@ -101,6 +117,12 @@ def build_case(case: Case, batches: int) -> list[bytes]:
         size = 0
         i = 0
         while size < BATCH_BYTES:
+            if case.events:
+                key, value, headers = event_record(rnd, corpus, i)
+                builder.append(TS + i // 200, key, value, headers)
+                size += len(key) + len(value) + 90
+                i += 1
+                continue
             n = (
                 rnd.randint(case.value_size // 2, case.value_size * 3 // 2)
                 if case.varied

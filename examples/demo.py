@@ -20,11 +20,11 @@ Then comes a 3-rack consumer group reading only from its own racks:
    replica in its rack (KIP-881), and each member then reads them there (KIP-392).
 
 The embedded brokers (librdkafka's mock brokers) have no replica selector of their own;
-``EmbeddedCluster.emulate_rack_aware_selector`` makes them answer as Kafka's
-``RackAwareReplicaSelector`` does for the given client rack (no hint at all for a consumer
-without ``client_rack``). They name one replica per partition to every client, so for the
-group the demo names, once the assignment is known, the replica in the rack of each
-partition's owner: what ``RackAwareReplicaSelector`` answers that member.
+the cluster runs with ``replica_selector="rack-aware"``: a protocol-aware front answers
+every Fetch as a broker with Kafka's ``RackAwareReplicaSelector`` does, from the rack id
+the consumer sends (``client_rack``): the leader names the in-sync replica in that rack, and
+names none to a consumer without a rack. Three consumers in three racks get three answers
+at once, as from real brokers.
 
 For each run the demo prints the share of record bytes served from the consumer's rack and
 from other racks (from ``consumer.fetch_stats()``), the records per second, and whether every
@@ -114,7 +114,8 @@ class RunResult:
         seconds: from the consumer's creation (bootstrap included) to its last expected
             record.
         bytes_by_rack: record bytes served per broker rack (``fetch_stats().racks``).
-        fetch_requests: Fetch requests each broker received, counted by the brokers.
+        served_bytes: record bytes each broker served the consumer, counted on the broker
+            side (by the brokers' rack-aware front), not by the consumer.
     """
 
     label: str
@@ -129,7 +130,7 @@ class RunResult:
     bad_values: int = 0
     seconds: float = 0.0
     bytes_by_rack: dict[str | None, int] = field(default_factory=dict)
-    fetch_requests: dict[int, int] = field(default_factory=dict)
+    served_bytes: dict[int, int] = field(default_factory=dict)
 
     @property
     def total_bytes(self) -> int:
@@ -319,6 +320,15 @@ def _not_exactly_once(run: RunResult) -> str:
     )
 
 
+def _served(cluster: EmbeddedCluster) -> Counter[int]:
+    """Record bytes each broker has served in Fetch responses so far (counted by the
+    cluster's rack-aware front, whatever the client says)."""
+    served: Counter[int] = Counter()
+    for (node, _rack), n in cluster.front.stats.fetch_bytes.items():
+        served[node] += n
+    return served
+
+
 def _value_index(value: bytes | None) -> int:
     """The record number that ``EmbeddedCluster.produce`` wrote into a value, or -1.
 
@@ -376,7 +386,7 @@ async def consume_all(
             if p in remaining and recs[-1].offset >= last_wanted[p]:
                 remaining.discard(p)
 
-    cluster.clear_requests()
+    before = _served(cluster)
     consumer: AIOKafkaConsumer[bytes, bytes] = AIOKafkaConsumer(
         bootstrap_servers=cluster.bootstrap_servers,
         client_id=f"rackafka-demo-{client_rack or 'no-rack'}",
@@ -396,7 +406,8 @@ async def consume_all(
             take(await consumer.getmany(timeout_ms=max(1, int(left * 1000))))
         stats = consumer.fetch_stats()
     result.bytes_by_rack = {rack: c.bytes for rack, c in stats.racks.items()}
-    result.fetch_requests = dict(cluster.request_counts("Fetch"))
+    after = _served(cluster)
+    result.served_bytes = {n: after[n] - before.get(n, 0) for n in after}
     _tally(result, partitions, expected_offsets, offsets, values)
     return result
 
@@ -499,14 +510,14 @@ async def run_group_demo(
 
     Creates ``demo-group-events`` with replication factor 2 (each partition has replicas
     in two of the three racks), starts three consumers in group ``demo-group`` with
-    ``client_rack`` az-a, az-b and az-c, waits until the group has settled, makes each
-    partition's leader name the replica in its owner's rack, produces ``records`` records
-    and reads them all across the group. It ends any
-    :meth:`~rackafka.testing.EmbeddedCluster.emulate_rack_aware_selector` in force, and sets
-    the coordinator's initial rebalance delay to 500 ms.
+    ``client_rack`` az-a, az-b and az-c, waits until the group has settled, produces
+    ``records`` records and reads them all across the group. Each member's Fetch names its
+    rack, and the brokers' rack-aware selector answers it with the replica in that rack. It
+    sets the coordinator's initial rebalance delay to 500 ms.
 
     Arguments:
-        cluster: the running 3-rack cluster (``demo-group-events`` must not exist yet).
+        cluster: the running 3-rack cluster with ``replica_selector="rack-aware"``
+            (``demo-group-events`` must not exist yet).
         records: records to produce (of 100 bytes each).
         partitions: partitions of the group's topic.
         strategy: the members' ``partition_assignment_strategy``.
@@ -516,9 +527,8 @@ async def run_group_demo(
         quiet_ms: after the last expected record, keep polling this long for extra records.
     """
     say = echo or (lambda _line: None)
-    # End the single-rack emulation of the runs above: here each partition gets the hint
-    # for its own owner's rack, set below.
-    cluster.clear_preferred_read_replicas()
+    if cluster.replica_selector != "rack-aware":
+        raise ValueError("the group demo needs EmbeddedCluster(replica_selector='rack-aware')")
     cluster.set_group_initial_rebalance_delay(INITIAL_REBALANCE_DELAY_MS)
     infos = cluster.create_topic(
         GROUP_TOPIC, partitions=partitions, replication_factor=GROUP_REPLICATION
@@ -575,21 +585,9 @@ async def run_group_demo(
             f"assigned  in {settle_seconds:.1f} s (without racks, {strategy} would give {unaware} "
             f"of the {partitions} partitions\n          to a member with no replica in its rack)"
         )
-        # Kafka's RackAwareReplicaSelector picks, per Fetch, the replica in the fetching
-        # consumer's rack; the embedded brokers name one replica per partition, whatever
-        # the rack, so name the one in the rack of the partition's owner.
-        owner_rack = {p: rack for rack, ps in zip(RACKS, owned) for p in ps}
-        for info in infos:
-            local = next(
-                (b for b in info.replicas if broker_racks.get(b) == owner_rack.get(info.partition)),
-                None,
-            )
-            cluster.set_preferred_read_replica(
-                GROUP_TOPIC, info.partition, None if local in (None, info.leader) else local
-            )
         say(
-            "selector  leaders name the replica in each owner's rack "
-            "(stands in for Kafka's RackAwareReplicaSelector)"
+            "selector  each leader names the replica in the rack of the member that fetches "
+            "(RackAwareReplicaSelector)"
         )
         changes = [w.changes for w in watches]
         produced = await cluster.aproduce(
@@ -721,7 +719,7 @@ async def run_demo(
     if group:
         _check_fits(records, group_partitions, "--group-partitions")
 
-    with EmbeddedCluster(brokers=len(RACKS), racks=RACKS) as cluster:
+    with EmbeddedCluster(brokers=len(RACKS), racks=RACKS, replica_selector="rack-aware") as cluster:
         brokers = {b.node_id: b.rack for b in cluster.brokers.values()}
         infos = cluster.create_topic(TOPIC, partitions=partitions, replication_factor=3)
         leaders = Counter(brokers[i.leader] for i in infos)
@@ -752,11 +750,9 @@ async def run_demo(
                     f"partition {p}: {produced.counts[p]} records acknowledged at offsets "
                     f"{first}..{last}, not one offset each"
                 )
-        cluster.start_request_tracking()
         runs: list[RunResult] = []
         # A consumer without client_rack sends an empty rack id: Kafka's
         # RackAwareReplicaSelector then names no preferred replica, so the leaders serve it.
-        cluster.emulate_rack_aware_selector(None)
         say(f"consumer  in {client_rack}: reading everything without client_rack ...")
         runs.append(
             await consume_all(
@@ -764,7 +760,6 @@ async def run_demo(
                 label="without client_rack", client_rack=None, home_rack=client_rack,
             )
         )  # fmt: skip
-        cluster.emulate_rack_aware_selector(client_rack)
         say(f'consumer  in {client_rack}: reading everything with client_rack="{client_rack}" ...')
         runs.append(
             await consume_all(
@@ -773,7 +768,6 @@ async def run_demo(
                 home_rack=client_rack,
             )
         )  # fmt: skip
-        cluster.stop_request_tracking()
         group_result = None
         if group:
             say("")
@@ -838,15 +832,15 @@ def format_report(report: DemoReport) -> str:
     racks = sorted(report.brokers.items())
     for run in report.runs:
         per_rack = ", ".join(f"{rack} {_mb(run.bytes_by_rack.get(rack, 0))}" for rack in RACKS)
-        fetches = ", ".join(f"{rack} {run.fetch_requests.get(n, 0)}" for n, rack in racks)
+        served = ", ".join(f"{rack} {_mb(run.served_bytes.get(n, 0))}" for n, rack in racks)
         out.append(f"{run.label}:")
         out.append(f"  record bytes by rack    {per_rack}  (consumer.fetch_stats())")
-        out.append(f"  Fetch requests by rack  {fetches}  (counted by the brokers)")
+        out.append(f"  served by the brokers   {served}  (counted by the brokers)")
     with_rack = [r for r in report.runs if r.client_rack is not None]
     if with_rack and with_rack[0].total_bytes and not with_rack[0].cross_rack_bytes:
         out.append(
-            "  (the Fetch requests to other racks are the first ones to the leaders, answered\n"
-            f"   with no records and the name of the replica in {home})"
+            "  (the leaders in other racks answered the first Fetch of their partitions with\n"
+            f"   no records and the name of the replica in {home})"
         )
     out.append("")
     if report.group is not None:

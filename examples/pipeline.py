@@ -1,9 +1,10 @@
 """rackafka pipeline demo: Spark reads Kafka from its own zone, aggregates, writes Parquet.
 
 ``make demo`` runs this file after ``examples/demo.py``. It starts an embedded Kafka cluster
-of three brokers in three racks (``az-a``, ``az-b``, ``az-c``), fills a topic with JSON
-events whose partition leaders are spread over the racks, and runs a Spark job
-(``local[2]``) that:
+of three brokers in three racks (``az-a``, ``az-b``, ``az-c``) whose brokers select replicas
+per client rack as Kafka's ``RackAwareReplicaSelector`` does
+(``EmbeddedCluster(replica_selector="rack-aware")``), fills a topic with JSON events whose
+partition leaders are spread over the racks, and runs a Spark job that:
 
 1. reads the topic with the ``rackafka`` source (``spark.read.format("rackafka")``, the
    options of Spark's Kafka source);
@@ -11,19 +12,20 @@ events whose partition leaders are spread over the racks, and runs a Spark job
 3. counts the events and sums ``amount`` per user (the record key) and minute;
 4. writes the result to Parquet.
 
-Where do the executors live? ``kafka.client.rack`` is left at ``auto``: every task reads
-the ``RACKAFKA_CLIENT_RACK`` environment variable of its executor. Spark's ``local[2]`` runs
-both executor threads in one JVM, which has one environment, so both are in one rack here
-(``az-b``); on a real cluster each executor gets the variable of its own zone (for example
-from the node's metadata in its start-up script) and each task reads from its own zone.
-The embedded brokers have no replica selector of their own;
-``EmbeddedCluster.emulate_rack_aware_selector`` makes the leaders name the az-b replica as
-Kafka's ``RackAwareReplicaSelector`` does for a client in az-b (KIP-392).
+Where do the executors live? By default (``--executors standalone``) the job runs on a
+Spark standalone cluster on 127.0.0.1: a master and two workers, one started with
+``RACKAFKA_CLIENT_RACK=az-a`` and one with ``RACKAFKA_CLIENT_RACK=az-b``, as the start-up
+scripts of nodes in two zones would. ``kafka.client.rack`` is left unset: every task takes
+the rack of the executor it runs on, so the tasks on the az-a executor read from the az-a
+replicas and those on the az-b executor from the az-b replicas, at the same time, from the
+same brokers. ``--executors local`` runs Spark's ``local[N]`` instead: its executor threads
+share the driver's JVM and environment, so all of them are in one rack (az-b).
 
 The run prints the rows in, the rows out, and, from the reports each task writes
-(``rackafka.metricsPath``), the bytes read per broker rack and the share read from the
-executors' own rack. It exits with status 1 when rows went missing or were duplicated,
-when the aggregates do not match the events, or when a byte was read from another rack.
+(``rackafka.metricsPath``), the racks the tasks ran in, the bytes read per broker rack and
+the share read from the executors' own rack. It exits with status 1 when rows went missing
+or were duplicated, when the aggregates do not match the events, when a byte was read from
+another rack, or when an executor rack did no reading.
 
 Run ``python examples/pipeline.py --help`` for the options.
 """
@@ -31,6 +33,7 @@ Run ``python examples/pipeline.py --help`` for the options.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -48,10 +51,15 @@ from rackafka.testing import (
     ConfluentKafkaMissingError,
     EmbeddedCluster,
     LibrdkafkaNotFoundError,
+    SparkStandaloneCluster,
+    SparkUnavailableError,
 )
 
 RACKS = ("az-a", "az-b", "az-c")
+#: The rack of the executors of ``local[N]`` (one JVM, one environment).
 EXECUTOR_RACK = "az-b"
+#: The racks of the standalone cluster's workers, one worker each.
+WORKER_RACKS = ("az-a", "az-b")
 TOPIC = "pipeline-events"
 ACTIONS = ("view", "click", "buy")
 START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
@@ -90,6 +98,8 @@ class PipelineReport:
     seconds: float = 0.0
     tasks: int = 0
     client_racks: list[str] = field(default_factory=list)
+    #: The racks the executors are in: each must have read.
+    expected_racks: list[str] = field(default_factory=list)
     bytes_by_rack: dict[str, int] = field(default_factory=dict)
     same_rack_bytes: int = 0
     cross_rack_bytes: int = 0
@@ -108,6 +118,7 @@ class PipelineReport:
             and self.aggregates_ok
             and self.cross_rack_bytes == 0
             and self.same_rack_bytes > 0
+            and set(self.client_racks) == set(self.expected_racks)
         )
 
 
@@ -136,11 +147,13 @@ def run_pipeline(
     users: int,
     minutes: int,
     tasks: int = 2,
+    expected_racks: Sequence[str] = (EXECUTOR_RACK,),
 ) -> PipelineReport:
     """Read, parse, aggregate per user and minute, write Parquet; check and report.
 
     ``tasks``: at least this many read tasks (``minPartitions``), so that every executor
     core reads; the source would otherwise read a small topic in one task.
+    ``expected_racks``: the racks of the executors, each of which must have read.
     """
     from pyspark.sql import functions as sf
     from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
@@ -180,7 +193,9 @@ def run_pipeline(
         .agg(sf.count("*").alias("events"), sf.sum("amount").alias("amount"))
     )
     aggregated.write.mode("overwrite").parquet(str(parquet))
-    report = PipelineReport(events=events, parquet=str(parquet))
+    report = PipelineReport(
+        events=events, parquet=str(parquet), expected_racks=sorted(expected_racks)
+    )
     counts = raw.agg(
         sf.count("*").alias("n"),
         sf.count_distinct("partition", "offset").alias("distinct"),
@@ -217,6 +232,9 @@ def print_report(report: PipelineReport) -> None:
     print(f"aggregates match the events:    {'yes' if report.aggregates_ok else 'NO':>10}")
     print(f"Spark job time:                 {report.seconds:>10.1f} s")
     print(f"tasks, executor racks:          {report.tasks:>10}  {', '.join(report.client_racks)}")
+    idle = sorted(set(report.expected_racks) - set(report.client_racks))
+    if idle:
+        print(f"executor racks that read nothing: {', '.join(idle)}")
     for rack in sorted(report.bytes_by_rack):
         print(f"  bytes served by {rack:<12}  {report.bytes_by_rack[rack]:>12,}")
     print(
@@ -226,26 +244,33 @@ def print_report(report: PipelineReport) -> None:
     print("OK" if report.ok else "FAILED")
 
 
-def spark_session(cores: int) -> Any:
-    """A local SparkSession whose executors are in ``EXECUTOR_RACK``."""
+def spark_session(cores: int, standalone: SparkStandaloneCluster | None = None) -> Any:
+    """A SparkSession: on ``standalone``'s workers, else ``local[cores]`` in ``EXECUTOR_RACK``."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    # local mode: the executors are threads of the JVM started here, with this environment.
-    os.environ["RACKAFKA_CLIENT_RACK"] = EXECUTOR_RACK
     from pyspark.sql import SparkSession
 
     import rackafka.spark
 
-    spark = (
-        SparkSession.builder.master(f"local[{cores}]")
-        .appName("rackafka-pipeline")
+    builder = (
+        SparkSession.builder.appName("rackafka-pipeline")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", str(cores * 2))
-        .config("spark.executorEnv.RACKAFKA_CLIENT_RACK", EXECUTOR_RACK)
-        .getOrCreate()
     )
+    if standalone is not None:
+        # Each executor has the RACKAFKA_CLIENT_RACK its worker was started with.
+        for key, value in standalone.spark_conf().items():
+            builder = builder.config(key, value)
+    else:
+        # local mode: the executors are threads of the JVM started here, with this
+        # environment.
+        os.environ["RACKAFKA_CLIENT_RACK"] = EXECUTOR_RACK
+        builder = builder.master(f"local[{cores}]").config(
+            "spark.executorEnv.RACKAFKA_CLIENT_RACK", EXECUTOR_RACK
+        )
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     rackafka.spark.register(spark)
     return spark
@@ -257,7 +282,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--partitions", type=int, default=12, help="topic partitions (12)")
     parser.add_argument("--users", type=int, default=200, help="distinct users/keys (200)")
     parser.add_argument("--minutes", type=int, default=30, help="minutes the events span (30)")
-    parser.add_argument("--cores", type=int, default=2, help="Spark's local[N] (2)")
+    parser.add_argument(
+        "--executors",
+        choices=("standalone", "local"),
+        default="standalone",
+        help="standalone: a Spark master and two workers in az-a and az-b on 127.0.0.1 "
+        "(default); local: Spark's local[N], every executor in az-b",
+    )
+    parser.add_argument(
+        "--cores", type=int, default=2, help="cores: local[N], or per standalone worker (2)"
+    )
     parser.add_argument("--out", type=Path, default=None, help="output directory (a temp dir)")
     return parser.parse_args(argv)
 
@@ -273,8 +307,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("Spark needs a Java runtime (17 or newer) on PATH or in JAVA_HOME", file=sys.stderr)
         return 2
     out_dir = args.out or Path(tempfile.mkdtemp(prefix="rackafka-pipeline-"))
+    standalone = args.executors == "standalone"
+    racks = WORKER_RACKS if standalone else (EXECUTOR_RACK,)
     try:
-        with EmbeddedCluster(brokers=3, racks=RACKS) as cluster:
+        with contextlib.ExitStack() as stack:
+            cluster = stack.enter_context(
+                EmbeddedCluster(brokers=3, racks=RACKS, replica_selector="rack-aware")
+            )
             fill_topic(cluster, args.events, args.partitions, args.users, args.minutes)
             leaders = Counter(cluster.rack_of(p.leader) for p in cluster.partitions(TOPIC))
             print(
@@ -282,17 +321,39 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "leaders per rack: "
                 + ", ".join(f"{rack} {leaders[rack]}" for rack in sorted(leaders))
             )
-            print(f"Spark local[{args.cores}], executors in rack {EXECUTOR_RACK}")
-            cluster.emulate_rack_aware_selector(EXECUTOR_RACK, [TOPIC])
-            spark = spark_session(args.cores)
-            try:
-                report = run_pipeline(
-                    spark, cluster, out_dir, args.events, args.users, args.minutes, args.cores
+            sc = None
+            if standalone:
+                print(
+                    "starting a Spark standalone master and workers in "
+                    + ", ".join(racks)
+                    + " on 127.0.0.1 ..."
                 )
-            finally:
-                spark.stop()
+                sc = stack.enter_context(
+                    SparkStandaloneCluster(
+                        [{"RACKAFKA_CLIENT_RACK": rack} for rack in racks], cores=args.cores
+                    )
+                )
+                print(f"Spark {sc.master_url}: {len(racks)} workers of {args.cores} cores")
+            else:
+                print(f"Spark local[{args.cores}], executors in rack {EXECUTOR_RACK}")
+            spark = spark_session(args.cores, sc)
+            stack.callback(spark.stop)
+            cores = args.cores * len(racks)
+            report = run_pipeline(
+                spark,
+                cluster,
+                out_dir,
+                args.events,
+                args.users,
+                args.minutes,
+                tasks=cores * 2,
+                expected_racks=racks,
+            )
     except (ConfluentKafkaMissingError, LibrdkafkaNotFoundError) as exc:
         print(f"the embedded cluster is not available: {exc}", file=sys.stderr)
+        return 2
+    except SparkUnavailableError as exc:
+        print(f"Spark cannot run here: {exc}", file=sys.stderr)
         return 2
     print_report(report)
     return 0 if report.ok else 1

@@ -34,4 +34,26 @@ class ConsumerRebalanceListener(abc.ABC):
         """
 
 
-__all__ = ["ConsumerRebalanceListener"]
+class AbstractTokenProvider(abc.ABC):
+    """Gives the tokens of SASL OAUTHBEARER authentication (as ``aiokafka.abc``).
+
+    Pass an instance as ``sasl_oauth_token_provider`` with
+    ``sasl_mechanism="OAUTHBEARER"``.  :meth:`token` is called at every authentication
+    of a connection, re-authentications included (KIP-368), so it must return a token
+    that is valid now: cache it and refresh it before it expires.  Do blocking work (an
+    HTTP call to an identity provider) in a thread, never on the event loop.
+    :class:`rackafka.net.sasl.aws_msk_iam.MSKIAMTokenProvider` is a ready one for
+    Amazon MSK IAM.
+    """
+
+    @abc.abstractmethod
+    async def token(self) -> str:
+        """Return a valid access token (a str)."""
+
+    def extensions(self) -> dict[str, str]:
+        """SASL extensions sent with the token (KIP-342), e.g. Confluent Cloud's
+        ``logicalCluster`` and ``identityPoolId``.  Optional; default none."""
+        return {}
+
+
+__all__ = ["AbstractTokenProvider", "ConsumerRebalanceListener"]

@@ -14,28 +14,37 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from rackafka.cluster import Broker, ClusterMetadata
 from rackafka.errors import (
+    AuthenticationFailedError,
+    BrokerResponseError,
     KafkaConfigurationError,
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
     for_code,
+    is_retriable,
 )
-from rackafka.net.connection import Connection, Connector, plaintext_connector
+from rackafka.net.connection import Connection, Connector
+from rackafka.net.security import SecurityConfig
 from rackafka.protocol.apis.find_coordinator import FIND_COORDINATOR
 from rackafka.protocol.apis.metadata import METADATA
 from rackafka.protocol.schema import Api
+
+_COORDINATOR_NOT_AVAILABLE = 15
 
 log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 9092
 
-#: ``security_protocol`` values and whether this version supports them.
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+def _jitter(delay: float) -> float:
+    """``delay`` give or take 20 % (KIP-580, KIP-144): clients that fail together do
+    not all retry at the same instant."""
+    return delay * random.uniform(0.8, 1.2)
 
 
 def _consume_refresh_error(task: asyncio.Task[None]) -> None:
@@ -105,10 +114,23 @@ class KafkaClient:
         client_id: sent in every request header.
         metadata_max_age_ms: metadata is refreshed at least this often.
         request_timeout_ms: how long a request may wait for its response.
-        retry_backoff_ms: pause before retrying a failed metadata refresh or
-            connection (doubling up to ten times this on repeated failures).
+        retry_backoff_ms: the shortest pause between two metadata refreshes; it
+            doubles while refreshes follow each other without a pause (a leader that
+            stays unknown), up to ``retry_backoff_max_ms``, with 20 % jitter (KIP-580).
+        retry_backoff_max_ms: the longest pause between metadata refreshes.
+        reconnect_backoff_ms: the pause before connecting again to an address whose
+            connection failed (or closed within ``reconnect_backoff_max_ms`` of opening);
+            it doubles on each failure in a row, up to ``reconnect_backoff_max_ms``, with
+            20 % jitter (KIP-144).  Per address, reset once a connection lasts.
+        reconnect_backoff_max_ms: the longest pause between connection attempts.
         connections_max_idle_ms: idle connections are closed after this.
-        connector: opens the stream to a broker (TLS and test transports).
+        security: TLS and SASL settings (default: PLAINTEXT).
+        connector: opens the stream to a broker (test transports); default: the one
+            ``security`` asks for.
+
+    A connection that fails to authenticate (SASL or TLS) is not retried before
+    ``reconnect_backoff_ms``; the failure is kept for the role on top to raise
+    (:meth:`take_auth_failure`).
     """
 
     def __init__(
@@ -119,28 +141,30 @@ class KafkaClient:
         metadata_max_age_ms: int = 300000,
         request_timeout_ms: int = 40000,
         retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1000,
+        reconnect_backoff_ms: int = 50,
+        reconnect_backoff_max_ms: int = 1000,
         connections_max_idle_ms: int = 540000,
-        security_protocol: str = "PLAINTEXT",
+        security: SecurityConfig | None = None,
         connector: Connector | None = None,
         client_software_version: str = "0",
     ) -> None:
         self.bootstrap = parse_bootstrap_servers(bootstrap_servers)
-        if security_protocol not in SECURITY_PROTOCOLS:
-            raise KafkaConfigurationError(
-                f"security_protocol must be one of {', '.join(SECURITY_PROTOCOLS)}, "
-                f"not {security_protocol!r}"
-            )
-        if security_protocol != "PLAINTEXT" and connector is None:
-            raise KafkaConfigurationError(
-                f"security_protocol={security_protocol!r} is not supported yet: only PLAINTEXT"
-            )
+        self.security = security or SecurityConfig()
+        #: The last authentication failure not yet raised to the user.
+        self._auth_failure: AuthenticationFailedError | None = None
+        #: Called with each authentication failure (a role wakes its waiting user).
+        self.auth_failure_listeners: list[Callable[[AuthenticationFailedError], Any]] = []
         self.client_id = client_id
         self.metadata_max_age = metadata_max_age_ms / 1000
         self.request_timeout_ms = request_timeout_ms
         self.retry_backoff = retry_backoff_ms / 1000
+        self.retry_backoff_max = max(retry_backoff_max_ms, retry_backoff_ms) / 1000
+        self.reconnect_backoff = reconnect_backoff_ms / 1000
+        self.reconnect_backoff_max = max(reconnect_backoff_max_ms, reconnect_backoff_ms) / 1000
         self.connections_max_idle = connections_max_idle_ms / 1000
         self.cluster = ClusterMetadata()
-        self._connector = connector or plaintext_connector
+        self._connector = connector or self.security.connector()
         self._software_version = client_software_version
         self._conns: dict[int, Connection] = {}
         #: Connections of other channels (e.g. "group": the coordinator's own
@@ -154,36 +178,91 @@ class KafkaClient:
         self._bg: asyncio.Task[None] | None = None
         self._wakeup = asyncio.Event()
         self._closed = False
-        self._node_backoff: dict[int, tuple[float, int]] = {}
+        #: Per address: no new connection before this time, after this many failures.
+        self._reconnect: dict[tuple[str, int], tuple[float, int]] = {}
+        #: No metadata refresh starts before this time; refreshes in a row so far.
+        self._next_refresh_at = 0.0
+        self._refresh_streak = 0
         #: Metadata requests sent after bootstrap (observability and tests).
         self.metadata_requests = 0
 
     # -- lifecycle -------------------------------------------------------------
 
     async def _open_address(self, host: str, port: int, node_id: int | None = None) -> Connection:
-        """Open and negotiate a connection with this client's settings."""
-        return await Connection.open(
-            host,
-            port,
-            node_id=node_id,
-            client_id=self.client_id,
-            connector=self._connector,
-            request_timeout_ms=self.request_timeout_ms,
-            client_software_version=self._software_version,
+        """Open and negotiate a connection with this client's settings.
+
+        Raises:
+            KafkaConnectionError: the address is backing off after failures (no
+                connection is attempted), or the connection failed.
+        """
+        key = (host, port)
+        until, failures = self._reconnect.get(key, (0.0, 0))
+        wait = until - time.monotonic()
+        if wait > 0:
+            raise KafkaConnectionError(
+                f"not connecting to {host}:{port} for {wait:.3g} s: "
+                f"{failures} connection attempt(s) in a row failed"
+            )
+        try:
+            conn = await Connection.open(
+                host,
+                port,
+                node_id=node_id,
+                client_id=self.client_id,
+                connector=self._connector,
+                request_timeout_ms=self.request_timeout_ms,
+                client_software_version=self._software_version,
+                security=self.security,
+            )
+        except KafkaError as exc:
+            self._connection_failed(key)
+            if isinstance(exc, AuthenticationFailedError):
+                log.error("%s", exc)
+                self._auth_failure = exc
+                for listener in list(self.auth_failure_listeners):
+                    listener(exc)
+            raise
+        opened = time.monotonic()
+
+        def closed(_conn: Connection, _reason: BaseException) -> None:
+            if time.monotonic() - opened < self.reconnect_backoff_max:
+                self._connection_failed(key)  # closed right away: as good as failed
+            else:
+                self._reconnect.pop(key, None)
+
+        conn.add_close_callback(closed)
+        return conn
+
+    def _connection_failed(self, key: tuple[str, int]) -> None:
+        _until, failures = self._reconnect.get(key, (0.0, 0))
+        failures += 1
+        delay = _jitter(
+            min(self.reconnect_backoff * 2 ** (failures - 1), self.reconnect_backoff_max)
         )
+        self._reconnect[key] = (time.monotonic() + delay, failures)
+
+    def take_auth_failure(self) -> AuthenticationFailedError | None:
+        """The last authentication failure since the previous call, if any."""
+        failure, self._auth_failure = self._auth_failure, None
+        return failure
 
     async def bootstrap_cluster(self) -> None:
         """Connect to a bootstrap server and load metadata.
 
         Raises:
+            AuthenticationFailedError: a bootstrap server refused the TLS handshake or
+                the SASL credentials (and none answered).
             KafkaConnectionError: no bootstrap server answered; the message
                 names every server tried and why it failed.
         """
         failures = []
+        auth_failure: AuthenticationFailedError | None = None
         for host, port in self.bootstrap:
             try:
                 conn = await self._open_address(host, port)
             except KafkaError as exc:
+                if isinstance(exc, AuthenticationFailedError) and auth_failure is None:
+                    auth_failure = exc
                 failures.append(f"{host}:{port} ({exc})")
                 continue
             try:
@@ -197,6 +276,9 @@ class KafkaClient:
             self._bootstrap_conn = conn
             break
         else:
+            if auth_failure is not None:
+                self._auth_failure = None
+                raise auth_failure
             raise KafkaConnectionError(
                 "unable to bootstrap from any of the bootstrap_servers: " + "; ".join(failures)
             )
@@ -238,6 +320,12 @@ class KafkaClient:
         if new:
             self._topics |= new
             self.request_update()
+
+    def unknown_topics(self) -> set[str]:
+        """Topics of interest that the last metadata did not describe."""
+        if not self._topics or self.cluster.updated_at == 0:
+            return set()
+        return {t for t in self._topics if not self.cluster.partitions.get(t)}
 
     def want_all_topics(self, value: bool = True) -> None:
         """Ask metadata for every topic (pattern subscriptions, ``topics()``)."""
@@ -291,6 +379,23 @@ class KafkaClient:
         return self.cluster
 
     async def _do_refresh(self) -> None:
+        # KIP-580: refreshes in a row wait longer and longer (a leader election, a topic
+        # that does not exist yet), so that a client without a usable leader stays idle.
+        # Only refreshes asked for within the pause after the last one count as "in a
+        # row"; periodic ones (metadata_max_age_ms) and rare ones do not.
+        wait = self._next_refresh_at - time.monotonic()
+        if wait > 0:
+            self._refresh_streak += 1
+            await asyncio.sleep(wait)
+        elif -wait > self.retry_backoff_max:
+            self._refresh_streak = 0  # a quiet period: start over from retry_backoff
+        try:
+            await self._refresh_once()
+        finally:
+            delay = min(self.retry_backoff * 2**self._refresh_streak, self.retry_backoff_max)
+            self._next_refresh_at = time.monotonic() + _jitter(delay)
+
+    async def _refresh_once(self) -> None:
         errors = []
         candidates = self._least_loaded_order()
         for node_id in candidates:
@@ -342,16 +447,24 @@ class KafkaClient:
         failures = 0
         while not self._closed:
             age = time.monotonic() - self.cluster.updated_at
+            # Topics asked for but not known yet (created after the consumer started) are
+            # looked for again every retry_backoff_max_ms, not every metadata_max_age_ms.
+            unknown = self.unknown_topics()
+            max_age = (
+                min(self.metadata_max_age, self.retry_backoff_max)
+                if unknown
+                else (self.metadata_max_age)
+            )
             if failures:
-                delay = min(self.retry_backoff * (2 ** (failures - 1)), self.retry_backoff * 10)
+                delay = min(self.retry_backoff * (2 ** (failures - 1)), self.retry_backoff_max)
             else:
-                delay = max(0.0, self.metadata_max_age - age)
+                delay = max(0.0, max_age - age)
             delay = min(delay, max(self.connections_max_idle / 2, 0.05))
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._wakeup.wait(), delay)
             self._wakeup.clear()
             self._reap_idle()
-            if failures or time.monotonic() - self.cluster.updated_at >= self.metadata_max_age:
+            if failures or time.monotonic() - self.cluster.updated_at >= max_age:
                 try:
                     await self.refresh_metadata()
                     failures = 0
@@ -374,12 +487,16 @@ class KafkaClient:
     # -- connections -------------------------------------------------------------
 
     def is_backing_off(self, node_id: int) -> bool:
-        """Whether connecting to ``node_id`` failed recently (``retry_backoff_ms``)."""
-        entry = self._node_backoff.get(node_id)
+        """Whether connecting to ``node_id`` waits after failures (``reconnect_backoff_ms``)."""
+        broker = self.cluster.broker(node_id)
+        if broker is None:
+            return False
+        entry = self._reconnect.get((broker.host, broker.port))
         return entry is not None and time.monotonic() < entry[0]
 
-    def connection_if_ready(self, node_id: int) -> Connection | None:
-        conn = self._conns.get(node_id)
+    def connection_if_ready(self, node_id: int, channel: str = "") -> Connection | None:
+        """The open connection to ``node_id`` (on ``channel``), or ``None``."""
+        conn = self._channels.get((node_id, channel)) if channel else self._conns.get(node_id)
         return conn if conn is not None and conn.connected else None
 
     async def connect(self, node_id: int, *, channel: str = "") -> Connection:
@@ -408,14 +525,8 @@ class KafkaClient:
     async def _open(self, broker: Broker, channel: str = "") -> Connection:
         try:
             conn = await self._open_address(broker.host, broker.port, broker.node_id)
-        except KafkaError:
-            _until, failures = self._node_backoff.get(broker.node_id, (0.0, 0))
-            delay = min(self.retry_backoff * (2**failures), self.retry_backoff * 10)
-            self._node_backoff[broker.node_id] = (time.monotonic() + delay, failures + 1)
-            raise
         finally:
             self._connecting.pop((broker.node_id, channel), None)
-        self._node_backoff.pop(broker.node_id, None)
         if channel:
             self._channels[(broker.node_id, channel)] = conn
         else:
@@ -445,10 +556,46 @@ class KafkaClient:
         conn = await self.connect(node_id, channel=channel)
         return await conn.request(api, request, version=version, timeout=timeout)
 
-    async def find_coordinator(self, key: str, key_type: int, timeout: float) -> int:
-        """The node id of the coordinator of ``key`` (key type 0: group, 1: transaction).
+    def any_node(self) -> int:
+        """A broker to ask cluster-wide questions: one already connected if there is one.
 
-        Retriable errors are retried with backoff until ``timeout`` seconds pass.
+        Raises:
+            KafkaConnectionError: no broker is known.
+        """
+        nodes = sorted(self.cluster.brokers)
+        if not nodes:
+            raise KafkaConnectionError("no brokers known")
+        for n in nodes:
+            if self.connection_if_ready(n) is not None:
+                return n
+        return nodes[0]
+
+    async def lookup_coordinator(self, key: str, key_type: int) -> int:
+        """Ask once for the coordinator of ``key`` (key type 0: group, 1: transaction) and
+        return its node id, learning its address.
+
+        Raises:
+            KafkaError: the request failed, or the broker answered an error (the class of
+                its code: callers retry those :func:`~rackafka.errors.is_retriable` says).
+        """
+        node = self.any_node()
+        version = await self.api_version(node, FIND_COORDINATOR)
+        request = FIND_COORDINATOR.Request(key=key, key_type=key_type, coordinator_keys=[key])
+        resp = await self.send(node, FIND_COORDINATOR, request, version=version)
+        if version >= 4:
+            found = resp.coordinators[0] if resp.coordinators else None
+            code = found.error_code if found is not None else _COORDINATOR_NOT_AVAILABLE
+            node_id, host, port = (found.node_id, found.host, found.port) if found else (-1, "", 0)
+        else:
+            code, node_id, host, port = resp.error_code, resp.node_id, resp.host, resp.port
+        if code:
+            raise for_code(code)(f"FindCoordinator for {key!r} (key type {key_type})")
+        if self.cluster.broker(node_id) is None:
+            self.cluster.add_brokers([Broker(node_id, host, port)])
+        return int(node_id)
+
+    async def find_coordinator(self, key: str, key_type: int, timeout: float) -> int:
+        """:meth:`lookup_coordinator`, retried with backoff until ``timeout`` seconds pass.
 
         Raises:
             KafkaTimeoutError: no coordinator was found in time.
@@ -458,47 +605,12 @@ class KafkaClient:
         delay = self.retry_backoff
         last: object = None
         while time.monotonic() < deadline:
-            nodes = sorted(self.cluster.brokers)
-            ready = [n for n in nodes if self.connection_if_ready(n) is not None]
-            candidates: list[int] = ready or nodes
-            node = candidates[0] if candidates else None
-            if node is None:
-                last = "no brokers known"
-            else:
-                try:
-                    version = await self.api_version(node, FIND_COORDINATOR)
-                    resp = await self.send(
-                        node,
-                        FIND_COORDINATOR,
-                        FIND_COORDINATOR.Request(
-                            key=key, key_type=key_type, coordinator_keys=[key]
-                        ),
-                        version=version,
-                    )
-                except KafkaError as exc:
-                    last = exc
-                else:
-                    if version >= 4:
-                        found = resp.coordinators[0] if resp.coordinators else None
-                        code = found.error_code if found is not None else 15
-                        node_id, host, port = (
-                            (found.node_id, found.host, found.port) if found else (-1, "", 0)
-                        )
-                    else:
-                        code, node_id, host, port = (
-                            resp.error_code,
-                            resp.node_id,
-                            resp.host,
-                            resp.port,
-                        )
-                    if not code:
-                        if self.cluster.broker(node_id) is None:
-                            self.cluster.add_brokers([Broker(node_id, host, port)])
-                        return int(node_id)
-                    err = for_code(code)
-                    if not err.retriable:
-                        raise err(f"FindCoordinator for {key!r} (key type {key_type})")
-                    last = err.__name__
+            try:
+                return await self.lookup_coordinator(key, key_type)
+            except KafkaError as exc:
+                if isinstance(exc, BrokerResponseError) and not is_retriable(exc):
+                    raise
+                last = exc
             await asyncio.sleep(delay)
             delay = min(delay * 2, self.retry_backoff * 10)
         raise KafkaTimeoutError(f"no coordinator found for {key!r} in {timeout:.3g} s: {last}")

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rackafka.errors import for_code
+from rackafka.errors import for_code, is_retriable
 from rackafka.structs import BrokerMetadata, PartitionMetadata, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -107,7 +107,7 @@ class ClusterMetadata:
             if t.error_code:
                 errors[name] = t.error_code
                 # Keep what we knew: a transient error must not drop the partitions.
-                if name in self.partitions and for_code(t.error_code).retriable:
+                if name in self.partitions and is_retriable(for_code(t.error_code)):
                     partitions[name] = self.partitions[name]
                 else:
                     partitions.pop(name, None)

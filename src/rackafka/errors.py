@@ -42,10 +42,12 @@ __all__ = [
     "CommitFailedError",
     "AuthenticationMethodNotSupported",
     "AuthenticationFailedError",
+    "SslAuthenticationError",
     "KafkaUnavailableError",
     "KafkaTimeoutError",
     "KafkaConnectionError",
     "UnsupportedCodecError",
+    "RecordDeserializationError",
     "KafkaConfigurationError",
     "QuotaViolationError",
     "ConsumerStoppedError",
@@ -59,6 +61,8 @@ __all__ = [
     "ERROR_CODES",
     "kafka_errors",
     "for_code",
+    "is_retriable",
+    "is_invalid_metadata",
     "raise_for_code",
     "UnknownError",  # -1
     "UnknownServerError",
@@ -349,16 +353,6 @@ class CommitFailedError(KafkaError):
         super().__init__(*(args or (self._default_message,)))
 
 
-class AuthenticationMethodNotSupported(KafkaError):
-    """The broker does not support the requested authentication method."""
-
-
-class AuthenticationFailedError(KafkaError):
-    """Authentication with the broker failed."""
-
-    retriable = False
-
-
 class KafkaUnavailableError(KafkaError):
     """No broker of the cluster is available."""
 
@@ -374,12 +368,62 @@ class KafkaConnectionError(KafkaError):
     invalid_metadata = True
 
 
+class AuthenticationFailedError(KafkaConnectionError):
+    """Authentication with the broker failed: SASL credentials, or the TLS handshake.
+
+    Every authentication failure is one of these, whatever the cause
+    (:class:`SaslAuthenticationFailed`, :class:`UnsupportedSaslMechanismError`,
+    :class:`IllegalSaslStateError`, :class:`SslAuthenticationError`). It is also a
+    :class:`KafkaConnectionError` (the connection is closed), so code written for
+    aiokafka, where a failed bootstrap is a connection error, still catches it. It is
+    not retried at once: the client backs off before it connects to that broker again
+    (``reconnect_backoff_ms``), and the consumer raises the failure from its next call.
+    """
+
+    retriable = False
+    invalid_metadata = False
+
+
+class AuthenticationMethodNotSupported(AuthenticationFailedError):
+    """The broker does not support the requested authentication method."""
+
+
+class SslAuthenticationError(AuthenticationFailedError):
+    """The TLS handshake with a broker failed: an untrusted certificate, a host name the
+    certificate does not name, a client certificate the broker refused, or a broker that
+    does not speak TLS on that port. The :class:`ssl.SSLError` is the ``__cause__``."""
+
+
 class UnsupportedCodecError(KafkaError):
     """Records use a compression codec that is not available."""
 
 
-class KafkaConfigurationError(KafkaError):
-    """A configuration argument is invalid."""
+class RecordDeserializationError(KafkaError):
+    """A ``key_deserializer`` or ``value_deserializer`` raised on a fetched record.
+
+    As the Java client's ``RecordDeserializationException`` (KIP-334): every record before
+    the failing one was delivered, the position of the partition stays at the failing
+    record, and the error is raised again on every poll of that partition until the
+    application seeks past it (``consumer.seek(err.topic_partition, err.offset + 1)``).
+    The deserializer's own exception is the ``__cause__``.
+
+    Attributes:
+        topic_partition: the partition of the failing record.
+        offset (int): the offset of the failing record.
+    """
+
+    def __init__(self, topic_partition: Any, offset: int, message: str | None = None) -> None:
+        self.topic_partition = topic_partition
+        self.offset = offset
+        where = f"{topic_partition.topic}-{topic_partition.partition} at offset {offset}"
+        super().__init__(f"{where}: {message}" if message else where)
+
+
+class KafkaConfigurationError(KafkaError, ValueError):
+    """A configuration argument is invalid.
+
+    Also a :exc:`ValueError`, which aiokafka raises for some of the same arguments.
+    """
 
 
 class QuotaViolationError(KafkaError):
@@ -524,7 +568,6 @@ class CorruptRecordException(BrokerResponseError):
         "A message failed its CRC check, has an invalid size, has a null key on a compacted "
         "topic, or is otherwise corrupt."
     )
-    retriable = True
 
 
 InvalidMessageError = CorruptRecordException
@@ -590,8 +633,6 @@ class ReplicaNotAvailableError(BrokerResponseError):
     errno = 9
     message = "REPLICA_NOT_AVAILABLE"
     description = "The replica of the requested topic-partition is not available on this broker."
-    retriable = True
-    invalid_metadata = True
 
 
 class MessageSizeTooLargeError(BrokerResponseError):
@@ -619,8 +660,6 @@ class StaleLeaderEpochCodeError(BrokerResponseError):
     errno = 13
     message = "NETWORK_EXCEPTION"
     description = "The server closed the connection before a response arrived."
-    retriable = True
-    invalid_metadata = True
 
 
 NetworkExceptionError = StaleLeaderEpochCodeError
@@ -763,13 +802,13 @@ class InvalidTimestampError(BrokerResponseError):
     description = "A message timestamp is outside the accepted range."
 
 
-class UnsupportedSaslMechanismError(BrokerResponseError):
+class UnsupportedSaslMechanismError(BrokerResponseError, AuthenticationFailedError):
     errno = 33
     message = "UNSUPPORTED_SASL_MECHANISM"
     description = "The broker does not offer the requested SASL mechanism."
 
 
-class IllegalSaslStateError(BrokerResponseError):
+class IllegalSaslStateError(BrokerResponseError, AuthenticationFailedError):
     errno = 34
     message = "ILLEGAL_SASL_STATE"
     description = "The request is not allowed in the current state of the SASL exchange."
@@ -911,7 +950,6 @@ class ConcurrentTransactions(BrokerResponseError):
     errno = 51
     message = "CONCURRENT_TRANSACTIONS"
     description = "Another operation on the same transaction is still in progress."
-    retriable = True
 
 
 ConcurrentTransactionsError = ConcurrentTransactions
@@ -976,7 +1014,7 @@ class LogDirNotFound(BrokerResponseError):
 LogDirNotFoundError = LogDirNotFound
 
 
-class SaslAuthenticationFailed(BrokerResponseError):
+class SaslAuthenticationFailed(BrokerResponseError, AuthenticationFailedError):
     errno = 58
     message = "SASL_AUTHENTICATION_FAILED"
     description = "SASL authentication failed."
@@ -1094,7 +1132,6 @@ class FetchSessionIdNotFound(BrokerResponseError):
     errno = 70
     message = "FETCH_SESSION_ID_NOT_FOUND"
     description = "The broker has no fetch session with this id."
-    retriable = True
 
 
 FetchSessionIdNotFoundError = FetchSessionIdNotFound
@@ -1104,7 +1141,6 @@ class InvalidFetchSessionEpoch(BrokerResponseError):
     errno = 71
     message = "INVALID_FETCH_SESSION_EPOCH"
     description = "The fetch session epoch does not match the one the broker expects."
-    retriable = True
 
 
 InvalidFetchSessionEpochError = InvalidFetchSessionEpoch
@@ -1116,8 +1152,6 @@ class ListenerNotFound(BrokerResponseError):
     description = (
         "The partition leader has no listener matching the one the metadata request arrived on."
     )
-    retriable = True
-    invalid_metadata = True
 
 
 ListenerNotFoundError = ListenerNotFound
@@ -1563,6 +1597,33 @@ def _unknown_code_class(error_code: int) -> type[UnknownError]:
 
 def _rebuild_unknown(error_code: int, args: tuple[object, ...]) -> UnknownError:
     return _unknown_code_class(error_code)(*args)
+
+
+#: Codes the Java client retries (``RetriableException``) whose aiokafka class says
+#: ``retriable = False``; the classes keep aiokafka's flags so that code written for aiokafka
+#: behaves the same, and rackafka's own retry logic asks :func:`is_retriable`.
+_JAVA_RETRIABLE = frozenset({2, 9, 13, 51, 70, 71, 72})
+#: Likewise for ``invalid_metadata`` (Java's ``InvalidMetadataException``).
+_JAVA_INVALID_METADATA = frozenset({9, 13, 72})
+
+
+def is_retriable(error: type[BaseException] | BaseException) -> bool:
+    """Whether the Java client retries ``error`` (a class or an instance).
+
+    The same as its ``retriable`` flag, but for the few codes where aiokafka's flag (which
+    rackafka's classes copy) says otherwise.
+    """
+    if getattr(error, "errno", None) in _JAVA_RETRIABLE:
+        return True
+    return bool(getattr(error, "retriable", False))
+
+
+def is_invalid_metadata(error: type[BaseException] | BaseException) -> bool:
+    """Whether metadata should be refreshed before retrying ``error``, as the Java client
+    does (see :func:`is_retriable`)."""
+    if getattr(error, "errno", None) in _JAVA_INVALID_METADATA:
+        return True
+    return bool(getattr(error, "invalid_metadata", False))
 
 
 def for_code(error_code: int) -> type[BrokerResponseError]:

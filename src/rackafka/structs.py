@@ -149,13 +149,14 @@ KT = TypeVar("KT")
 VT = TypeVar("VT")
 
 
-@dataclass(slots=True)
+@dataclass
 class ConsumerRecord(Generic[KT, VT]):
     """A record fetched by the consumer.
 
     The fields and their order are aiokafka's, so positional construction and
     attribute access work as with aiokafka. Records compare equal when all fields are
-    equal; like aiokafka's they are not hashable.
+    equal; like aiokafka's they are not hashable, and (a plain dataclass, as aiokafka's)
+    they take extra attributes, ``vars()``, weak references and pickling.
     """
 
     topic: str

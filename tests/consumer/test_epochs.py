@@ -41,6 +41,10 @@ async def test_kip951_moves_the_partition_without_a_metadata_refresh(embedded_cl
         consumer.assign([tp])
         seen: dict = {}
         await consume_until(consumer, seen, 200)
+        # A refresh asked for by assign() may still be waiting out its backoff (KIP-580).
+        pending = consumer._client._refresh
+        if pending is not None:
+            await asyncio.wait([pending], timeout=5)
         refreshes = consumer._client.metadata_requests
         c.start_request_tracking()
         c.move_leader("moves", 0, new)

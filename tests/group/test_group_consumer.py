@@ -229,7 +229,9 @@ async def test_rack_aware_group_reads_only_from_its_own_racks(
     ]
     for m in members:
         m.subscribe(["zones"])
-        await m.start()
+    # start() waits for the member's first assignment (as aiokafka): start them together,
+    # as a deployment does, so that they meet in one rebalance.
+    await asyncio.gather(*(m.start() for m in members))
     try:
         await wait_until(
             lambda: (

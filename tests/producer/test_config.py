@@ -38,8 +38,12 @@ from rackafka.errors import KafkaConfigurationError
         ),
         ({"transactional_id": ""}, "transactional_id"),
         ({"transactional_id": "tx", "acks": 1}, "acks"),
-        ({"security_protocol": "SSL"}, "security_protocol"),
-        ({"sasl_mechanism": "SCRAM-SHA-256"}, "sasl_mechanism"),
+        ({"security_protocol": "TLS"}, "security_protocol"),
+        ({"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "NOPE"}, "sasl_mechanism"),
+        (
+            {"security_protocol": "SASL_PLAINTEXT", "sasl_plain_username": "u"},
+            "sasl_plain_password",
+        ),
         ({"bootstrap_servers": "host:notaport"}, "bootstrap_servers"),
         ({"client_id": 5}, "client_id"),
     ],
@@ -51,8 +55,19 @@ def test_invalid_config_names_the_argument(kwargs: dict[str, Any], name: str) ->
 
 def test_password_never_echoed() -> None:
     with pytest.raises(KafkaConfigurationError) as info:
-        AIOKafkaProducer(sasl_plain_password="hunter2-secret")
+        AIOKafkaProducer(
+            security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="PLAIN",
+            sasl_plain_password="hunter2-secret",
+        )
     assert "hunter2-secret" not in str(info.value)
+    p: AIOKafkaProducer[Any, Any] = AIOKafkaProducer(
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="PLAIN",
+        sasl_plain_username="etl",
+        sasl_plain_password="hunter2-secret",
+    )
+    assert "hunter2-secret" not in repr(p) and "etl" in repr(p)
 
 
 def test_defaults_as_aiokafka() -> None:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rackafka.errors import CorruptRecordException, UnsupportedCodecError
+from rackafka.errors import CorruptRecordException, RecordTooLargeError, UnsupportedCodecError
 from rackafka.records import (
     CODEC_GZIP,
     CODEC_LZ4,
@@ -141,3 +141,17 @@ def test_compressed_batch_from_a_hand_built_payload(codec: int) -> None:
     (batch,) = iter_batches(data)
     got = [(r[0], r[1], r[3], r[4], r[8]) for r in batch.records()]
     assert got == decode_records(records, 300, 0, 5)
+
+
+@pytest.mark.parametrize("codec", [CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD])
+def test_decompression_stops_at_the_limit(codec: int) -> None:
+    data = bytes(range(256)) * 4096  # 1 MiB
+    packed = compress(codec, data)
+    assert decompress(codec, packed, max_size=len(data)) == data
+    with pytest.raises(RecordTooLargeError, match=f"more than {len(data) - 1} bytes"):
+        decompress(codec, packed, max_size=len(data) - 1)
+
+
+def test_a_snappy_length_no_data_can_hold_is_corrupt_not_too_large() -> None:
+    with pytest.raises(CorruptRecordException, match="cannot hold"):
+        decompress(CODEC_SNAPPY, b"\xff\xff\xff\x7f" + b"\x00" * 10, max_size=1 << 40)

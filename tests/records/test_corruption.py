@@ -259,6 +259,8 @@ def raw_record(body: bytes, length: int | None = None) -> bytes:
     ],
 )
 def test_invalid_record_fields(body: bytes, length: int | None, match: str) -> None:
+    if body[2:3] == b"\x00":
+        body = body[:2] + b"\x02" + body[3:]  # offset delta 1: after the good record
     good = record_bytes(0, 0, b"k", b"v")
     data = batch_bytes(good + raw_record(body, length), count=2, base_offset=40)
     (batch,) = iter_batches(data, topic="t", partition=9)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import struct
 from functools import partial
 from typing import Any, NamedTuple
@@ -174,6 +175,57 @@ def test_an_error_of_the_factory_is_not_taken_for_corrupt_data(n: int) -> None:
         batch.records(factory)
 
 
+@pytest.fixture
+def gc_restored() -> Any:
+    """Restore the collector's state whatever a test leaves it in."""
+    enabled = gc.isenabled()
+    yield
+    if enabled:
+        gc.enable()
+    else:
+        gc.disable()
+
+
+def test_decoding_pauses_the_collector_and_gives_it_back(gc_restored: None) -> None:
+    data = encode_batch([(TS, b"k%d" % i, b"v", [("h", b"x")]) for i in range(300)])
+    (batch,) = iter_batches(data)
+    seen: list[bool] = []
+
+    def factory(*args: Any) -> tuple[Any, ...]:
+        seen.append(gc.isenabled())
+        return args
+
+    gc.enable()
+    assert len(batch.records(factory)) == 300
+    assert seen == [False] * 300  # paused while the batch is decoded
+    assert gc.isenabled()
+
+    # An application that turned the collector off keeps it off.
+    gc.disable()
+    seen.clear()
+    batch.records(factory)
+    assert seen == [False] * 300 and not gc.isenabled()
+
+
+@pytest.mark.parametrize("n", [3, 100])
+def test_the_collector_comes_back_after_an_error(n: int, gc_restored: None) -> None:
+    gc.enable()
+    data = encode_batch([(TS, None, b"v")] * n)
+    (batch,) = iter_batches(data)
+
+    def factory(*args: Any) -> Any:
+        raise ValueError("a deserializer failed")
+
+    with pytest.raises(ValueError, match="a deserializer failed"):
+        batch.records(factory)
+    assert gc.isenabled()
+
+    (corrupt,) = iter_batches(data[:-1] + b"\x7f", check_crcs=False)
+    with pytest.raises(CorruptRecordException):
+        corrupt.records()
+    assert gc.isenabled()
+
+
 def test_log_append_time_replaces_record_timestamps() -> None:
     data = encode_batch(
         [(TS + i, None, b"v%d" % i) for i in range(40)],
@@ -303,8 +355,14 @@ blobs = st.one_of(
     st.binary(max_size=140),
     st.sampled_from([b"", b"x" * 127, b"y" * 128, b"z" * 16383, b"w" * 16384, b"q" * 20000]),
 )
+# Keys and values both under and over 63 bytes (one-byte lengths: the decoder's fast path,
+# else its general one), keys seen before and new.
 header_lists = st.lists(
-    st.tuples(st.text(max_size=12), st.one_of(st.none(), st.binary(max_size=20))), max_size=3
+    st.tuples(
+        st.one_of(st.sampled_from(["traceparent", "content-type", "é"]), st.text(max_size=40)),
+        st.one_of(st.none(), st.binary(max_size=100)),
+    ),
+    max_size=4,
 )
 record_lists = st.lists(
     st.tuples(
@@ -448,3 +506,94 @@ def test_zigzag_reference_encoder() -> None:
     assert zigzag_varint(-64) == b"\x7f"
     assert zigzag_varint(64) == b"\x80\x01"
     assert zigzag_varint(150) == b"\xac\x02"
+
+
+# Header blocks that all take the same number of bytes but differ in structure: another
+# key of the same length, the same total split differently between the values, a null
+# value, one or three headers instead of two.  The decoder learns a block's layout from
+# its length; a block of a learned length with another structure must still decode as
+# the reference decoder says.
+_TRACE = b"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+def _block_size(headers: list[tuple[str, bytes | None]]) -> int:
+    body = b"".join(
+        zigzag_varint(len(k.encode()))
+        + k.encode()
+        + zigzag_varint(-1 if v is None else len(v))
+        + (v or b"")
+        for k, v in headers
+    )
+    return len(zigzag_varint(len(headers)) + body)
+
+
+def _fit(headers: list[tuple[str, bytes | None]], size: int) -> list[tuple[str, bytes | None]]:
+    """``headers`` with its last value cut or padded so that the block takes ``size`` bytes."""
+    key, value = headers[-1]
+    assert value is not None
+    while (diff := size - _block_size([*headers[:-1], (key, value)])) != 0:
+        value = (value + b"p" * diff)[: len(value) + diff]
+    return [*headers[:-1], (key, value)]
+
+
+_COMMON = [("traceparent", _TRACE), ("content-type", b"application/json")]
+_SIZE = _block_size(_COMMON)
+SAME_LENGTH_BLOCKS: list[list[tuple[str, bytes | None]]] = [
+    _COMMON,
+    [("traceparenT", _TRACE), ("content-type", b"application/json")],
+    [("traceparent", _TRACE[:-1]), ("content-type", b"application/jsonx")],
+    _fit([("content-typ", None), ("traceparent", _TRACE + b"application/json")], _SIZE),
+    _fit([("t" * 40, _TRACE)], _SIZE),
+    _fit([("a", b"x" * 20), ("b", b"y" * 20), ("traceparent", _TRACE)], _SIZE),
+    [("traceparent", _TRACE), ("content-type", b"application/xml\x00")],
+    _fit([("traceparent", None), ("content-type", b"application/json" + _TRACE)], _SIZE),
+]
+
+
+def test_same_length_blocks_really_have_the_same_length() -> None:
+    sizes = {_block_size(h) for h in SAME_LENGTH_BLOCKS}
+    assert sizes == {_block_size(SAME_LENGTH_BLOCKS[0])}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    picks=st.lists(st.integers(min_value=0, max_value=len(SAME_LENGTH_BLOCKS) - 1), max_size=80),
+    codec=st.sampled_from([CODEC_NONE, CODEC_LZ4]),
+)
+def test_header_blocks_of_one_length_and_other_structures(picks: list[int], codec: int) -> None:
+    # The first records repeat the common block, so that its layout is learned first.
+    picks = [0, 0, 0, *picks]
+    raw = b"".join(
+        record_bytes(i, i % 7, b"user-%06d" % i, b"v" * (60 + i * 13 % 300), SAME_LENGTH_BLOCKS[p])
+        for i, p in enumerate(picks)
+    )
+    payload = compress(codec, raw) if codec else raw
+    data = batch_bytes(payload, count=len(picks), attributes=codec, base_timestamp=TS)
+    for _ in range(2):  # the second time every layout is known
+        (batch,) = iter_batches(data)
+        assert simple(batch) == decode_records(raw, len(picks), 0, TS)
+
+
+@pytest.mark.parametrize("where", [0, 1, 2, 14, 15, 70, 71, 84, -1])
+def test_a_corrupt_byte_in_a_learned_header_block_is_caught(where: int) -> None:
+    """The structure bytes of a block of a learned length are checked, never assumed."""
+    headers = SAME_LENGTH_BLOCKS[0]
+    records = [record_bytes(i, 0, b"k", b"value", headers) for i in range(20)]
+    good = b"".join(records)
+    (batch,) = iter_batches(batch_bytes(good, count=20, base_timestamp=TS))
+    assert len(batch.records()) == 20  # the layout is learned
+    size = _block_size(headers)
+    last = bytearray(records[-1])
+    at = len(last) - size + (where if where >= 0 else size - 1)
+    last[at] ^= 0x40
+    raw = b"".join(records[:-1]) + bytes(last)
+    try:
+        expected: Any = decode_records(raw, 20, 0, TS)
+    except Exception:  # the reference decoder rejects it: so must we
+        expected = None
+    (batch,) = iter_batches(batch_bytes(raw, count=20, base_timestamp=TS))
+    if expected is None:
+        with pytest.raises(CorruptRecordException):
+            batch.records()
+    else:
+        assert simple(batch) == expected

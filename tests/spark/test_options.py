@@ -7,6 +7,7 @@ documented spelling, e.g. ``startingOffsets``).
 
 from __future__ import annotations
 
+import logging
 import pickle
 from typing import Any
 
@@ -63,10 +64,11 @@ def test_defaults(streaming: bool) -> None:
     assert o.min_partitions is None
     assert o.include_headers is False
     assert o.fail_on_data_loss is True
-    assert o.client_rack == "auto"
+    assert o.client_rack == "env"  # RACKAFKA_CLIENT_RACK only: no metadata service
     assert o.poll_timeout_ms == 120_000
     assert o.offset_retries == 3
-    assert o.offset_retry_interval_ms == 1_000
+    assert o.offset_retry_interval_ms == 10  # Spark's default
+    assert o.ignored == ()
     assert o.metrics_path is None
     assert o.offsets_per_task == 1_000_000
     assert o.max_records_per_partition is None
@@ -176,9 +178,6 @@ KAFKA_OPTIONS = [
     ("kafka.connections.max.idle.ms", "30000", "connections_max_idle_ms", 30000),
     ("kafka.check.crcs", "false", "check_crcs", False),
     ("kafka.check.crcs", "TRUE", "check_crcs", True),
-    ("kafka.security.protocol", "PLAINTEXT", "security_protocol", "PLAINTEXT"),
-    # Kafka's Java client reads security.protocol in any case.
-    ("kafka.security.protocol", "plaintext", "security_protocol", "PLAINTEXT"),
     ("kafka.fetch.max.bytes", " 4096 ", "fetch_max_bytes", 4096),
 ]
 
@@ -247,20 +246,71 @@ def test_the_same_option_twice_in_two_cases() -> None:
 # -- refused options -----------------------------------------------------------------------------
 
 
-def test_unknown_option() -> None:
-    message = refused(opts(subscribeTopics="x"), "subscribetopics")
-    assert "subscribePattern" in message  # the known options are listed
+def test_unknown_options_are_ignored_with_a_warning(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spark ignores options it does not know, and hands every kafka.* option to the Java
+    consumer, which only warns: so does the source, once per process and option."""
+    monkeypatch.setattr("rackafka.spark.options._warned", set())
+    with caplog.at_level(logging.WARNING, logger="rackafka.spark.options"):
+        o = parse(subscribeTopicz="x", **{"kafka.no.such.setting": "secret-value"})
+        again = parse(subscribeTopicz="x")
+    assert dict(o.ignored) == {
+        "subscribetopicz": "not an option of the rackafka source (nor of Spark's Kafka source)",
+        "kafka.no.such.setting": "not a Kafka consumer setting rackafka knows",
+    }
+    assert again.ignored == (("subscribetopicz", dict(o.ignored)["subscribetopicz"]),)
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 2, warnings  # not repeated for the second query
+    assert any("subscribetopicz is ignored" in w for w in warnings)
+    assert any("kafka.no.such.setting is ignored" in w for w in warnings)
+    assert "secret-value" not in caplog.text  # names only, never values
+    assert o.consumer == {}
 
 
-def test_unknown_kafka_option() -> None:
-    message = refused(opts(**{"kafka.max.poll.records": "5"}), "kafka.max.poll.records")
-    assert "kafka.fetch.max.bytes" in message  # the known kafka.* options are listed
+@pytest.mark.parametrize(
+    ("option", "value", "keyword", "expected"),
+    [
+        ("kafka.max.poll.records", "5", "max_poll_records", 5),
+        ("kafka.retry.backoff.max.ms", "900", "retry_backoff_max_ms", 900),
+        ("kafka.reconnect.backoff.ms", "70", "reconnect_backoff_ms", 70),
+        ("kafka.reconnect.backoff.max.ms", "800", "reconnect_backoff_max_ms", 800),
+        ("kafka.exclude.internal.topics", "false", "exclude_internal_topics", False),
+        ("kafka.check.crcs", "false", "check_crcs", False),
+    ],
+)
+def test_kafka_consumer_settings_reach_the_consumer(
+    option: str, value: str, keyword: str, expected: Any
+) -> None:
+    o = parse(**{option: value})
+    assert o.consumer == {keyword: expected} and o.ignored == ()
+    assert o.consumer_kwargs()[keyword] == expected
 
 
 @pytest.mark.parametrize(
     "option",
     [
         "kafka.group.id",
+        "kafka.group.instance.id",
+        "kafka.session.timeout.ms",
+        "kafka.heartbeat.interval.ms",
+        "kafka.partition.assignment.strategy",
+        "kafka.max.poll.interval.ms",
+        "kafka.receive.buffer.bytes",
+        "kafka.default.api.timeout.ms",
+        "groupIdPrefix",
+    ],
+)
+def test_settings_without_use_here_are_accepted_and_ignored(option: str) -> None:
+    """Spark accepts kafka.group.id and groupIdPrefix; tasks use no consumer group."""
+    o = parse(**{option: "1"})
+    assert len(o.ignored) == 1 and o.ignored[0][0] == option, o.ignored
+    assert o.consumer == {}
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
         "kafka.auto.offset.reset",
         "kafka.enable.auto.commit",
         "kafka.key.deserializer",
@@ -272,23 +322,137 @@ def test_options_the_source_owns_are_refused(option: str) -> None:
     refused(opts(**{option: "x"}), option, "not supported")
 
 
+# -- offsets by timestamp -----------------------------------------------------------------------
+
+
+def test_offsets_by_timestamp() -> None:
+    o = parse(
+        startingOffsetsByTimestamp='{"t":{"0":1700000000000,"1":0}}',
+        endingOffsetsByTimestamp='{"t":{"0":1800000000000,"1":5}}',
+    )
+    assert o.starting == OffsetSpec("timestamps", {("t", 0): 1_700_000_000_000, ("t", 1): 0})
+    assert o.ending == OffsetSpec("timestamps", {("t", 0): 1_800_000_000_000, ("t", 1): 5})
+    assert o.starting.by_time and o.by_timestamp_strategy == "error"
+    assert o.starting.timestamps([("t", 1), ("t", 2)]) == {("t", 1): 0}
+
+
+def test_one_timestamp_for_every_partition() -> None:
+    o = parse(startingTimestamp="1700000000000", endingTimestamp=" 1800000000000 ")
+    assert o.starting == OffsetSpec("timestamp", timestamp=1_700_000_000_000)
+    assert o.ending == OffsetSpec("timestamp", timestamp=1_800_000_000_000)
+    assert o.starting.timestamps([("t", 0), ("u", 3)]) == {
+        ("t", 0): 1_700_000_000_000,
+        ("u", 3): 1_700_000_000_000,
+    }
+
+
+def test_timestamp_options_take_precedence_as_in_spark() -> None:
+    # *Timestamp over *OffsetsByTimestamp over *Offsets.
+    o = parse(
+        startingTimestamp="7",
+        startingOffsetsByTimestamp='{"t":{"0":8}}',
+        startingOffsets="earliest",
+        endingOffsetsByTimestamp='{"t":{"0":9}}',
+        endingOffsets="latest",
+    )
+    assert o.starting == OffsetSpec("timestamp", timestamp=7)
+    assert o.ending == OffsetSpec("timestamps", {("t", 0): 9})
+    o = parse(True, startingOffsetsByTimestamp='{"t":{"0":8}}', startingOffsets="earliest")
+    assert o.starting == OffsetSpec("timestamps", {("t", 0): 8})
+
+
+@pytest.mark.parametrize("option", ["startingOffsetsByTimestamp", "endingOffsetsByTimestamp"])
 @pytest.mark.parametrize(
-    "option",
+    "value",
     [
-        "startingOffsetsByTimestamp",
-        "endingOffsetsByTimestamp",
-        "startingTimestamp",
-        "endingTimestamp",
-        "startingOffsetsByTimestampStrategy",
-        "minOffsetsPerTrigger",
-        "maxTriggerDelay",
-        "groupIdPrefix",
-        "kafka.sasl.jaas.config",
+        "1700000000000",
+        "[]",
+        "{",
+        '{"t":[0]}',
+        '{"t":{}}',
+        '{"t":{"x":1}}',
+        '{"t":{"-1":1}}',
+        '{"t":{"0":-1}}',
+        '{"t":{"0":-2}}',
+        '{"t":{"0":"1700000000000"}}',
+        '{"t":{"0":1.5}}',
+        '{"t":{"0":true}}',
     ],
 )
+def test_bad_offsets_by_timestamp(option: str, value: str) -> None:
+    refused(opts(**{option: value}), option)
+
+
+@pytest.mark.parametrize("option", ["startingTimestamp", "endingTimestamp"])
+@pytest.mark.parametrize("value", ["", "-1", "soon", "1.5", "2024-01-01"])
+def test_bad_timestamps(option: str, value: str) -> None:
+    refused(opts(**{option: value}), option)
+
+
+@pytest.mark.parametrize("option", ["endingTimestamp", "endingOffsetsByTimestamp", "endingOffsets"])
+def test_ending_options_refused_in_streaming(option: str) -> None:
+    value = '{"t":{"0":1}}' if option != "endingTimestamp" else "1"
+    refused(opts(**{option: value}), option, "batch", streaming=True)
+
+
+def test_offsets_by_timestamp_must_be_assigned_partitions() -> None:
+    base = opts(subscribe=None, assign='{"t":[0]}')
+    for option in ("startingOffsetsByTimestamp", "endingOffsetsByTimestamp"):
+        refused({**base, option: '{"t":{"0":1,"1":2}}'}, option, "t-1")
+
+
 @pytest.mark.parametrize("streaming", [False, True])
-def test_unsupported_spark_options_are_refused(option: str, streaming: bool) -> None:
-    refused(opts(**{option: "1"}), option, "not supported", streaming=streaming)
+def test_by_timestamp_strategy(streaming: bool) -> None:
+    option = "startingOffsetsByTimestampStrategy"
+    assert parse(streaming, **{option: "LATEST"}).by_timestamp_strategy == "latest"
+    assert parse(streaming, **{option: "error"}).by_timestamp_strategy == "error"
+    refused(opts(**{option: "earliest"}), option, streaming=streaming)
+
+
+# -- admission control ---------------------------------------------------------------------------
+
+
+def test_min_offsets_per_trigger_and_max_trigger_delay() -> None:
+    o = parse(True, minOffsetsPerTrigger="100", maxOffsetsPerTrigger="1000")
+    assert (o.min_offsets_per_trigger, o.max_offsets_per_trigger) == (100, 1000)
+    assert o.max_trigger_delay_ms == 15 * 60 * 1000  # Spark's default, 15m
+    for text, ms in [
+        ("250", 250),
+        ("250ms", 250),
+        ("30s", 30_000),
+        ("2m", 120_000),
+        ("2min", 120_000),
+        ("1h", 3_600_000),
+        ("1d", 86_400_000),
+        ("1500us", 1),
+        (" 5 S ", 5000),
+    ]:
+        assert (
+            parse(True, minOffsetsPerTrigger="5", maxTriggerDelay=text).max_trigger_delay_ms == ms
+        )
+
+
+@pytest.mark.parametrize("value", ["", "soon", "-5s", "1.5s", "5 weeks", "s"])
+def test_bad_max_trigger_delay(value: str) -> None:
+    refused(opts(maxTriggerDelay=value), "maxTriggerDelay", streaming=True)
+
+
+def test_min_above_max_offsets_per_trigger() -> None:
+    refused(
+        opts(minOffsetsPerTrigger="11", maxOffsetsPerTrigger="10"),
+        "minOffsetsPerTrigger",
+        "maxOffsetsPerTrigger",
+        streaming=True,
+    )
+
+
+def test_trigger_options_are_ignored_in_batch() -> None:
+    o = parse(minOffsetsPerTrigger="10", maxTriggerDelay="1m")
+    assert o.min_offsets_per_trigger is None
+    assert dict(o.ignored) == {
+        "minOffsetsPerTrigger": "for streaming queries only",
+        "maxTriggerDelay": "for streaming queries only",
+    }
 
 
 @pytest.mark.parametrize("servers", [None, "", "   "])
@@ -305,6 +469,42 @@ def test_bad_bootstrap_servers_named_as_the_option() -> None:
 
 def test_none_of_subscribe_pattern_assign() -> None:
     refused(opts(subscribe=None), "assign", "subscribe", "subscribePattern")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "hint"),
+    [
+        (r"events\.\p{Alpha}+", r"\p{...}"),
+        (r"events-\P{Digit}", r"\P{...}"),
+        (r"\Qevents.v1\E", r"\Q...\E"),
+        (r"(?<kind>orders|payments)-.*", "(?P<name>...)"),
+        (r"(?<k>a)\k<k>", "(?P<name>...)"),
+        (r"events\z", r"\Z"),
+        (r"a\hb", r"\h"),
+        (r"[a-z&&[^e]]+", "intersection"),
+        (r"[a[b]]-topic", "nested"),
+        (r"a(?i)b", "Python regular expression"),
+    ],
+)
+def test_java_only_pattern_syntax_is_refused(pattern: str, hint: str) -> None:
+    message = refused(opts(subscribe=None, subscribePattern=pattern), "subscribePattern", hint)
+    assert "Python" in message
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"events-.*",
+        r"(orders|payments)\.v[0-9]+",
+        r"a\\p",
+        r"[\[x]",
+        r"(?i)Events",
+        r"a++b",
+        r"(?>ab)c",
+    ],
+)
+def test_patterns_both_languages_read_alike_are_accepted(pattern: str) -> None:
+    assert parse(subscribe=None, subscribePattern=f" {pattern} ").pattern == pattern
 
 
 @pytest.mark.parametrize(
@@ -417,13 +617,17 @@ def test_json_offsets_must_be_assigned_partitions(option: str) -> None:
 # -- numbers and booleans ------------------------------------------------------------------------
 
 
-def test_max_offsets_per_trigger_refused_in_batch() -> None:
-    refused(opts(maxOffsetsPerTrigger="10"), "maxOffsetsPerTrigger", "streaming")
+def test_max_offsets_per_trigger_is_ignored_in_batch() -> None:
+    # As Spark: a warning, and the batch reads its whole range.
+    o = parse(maxOffsetsPerTrigger="10")
+    assert o.max_offsets_per_trigger is None
+    assert o.ignored == (("maxOffsetsPerTrigger", "for streaming queries only"),)
 
 
 NUMBERS = [
     # (option, streaming, smallest valid value)
     ("maxOffsetsPerTrigger", True, 1),
+    ("minOffsetsPerTrigger", True, 1),
     ("minPartitions", False, 1),
     ("kafkaConsumer.pollTimeoutMs", False, 1),
     ("fetchOffset.numRetries", False, 0),
@@ -478,7 +682,6 @@ def test_booleans(value: str, expected: bool) -> None:
         ("kafka.request.timeout.ms", "0", "request_timeout_ms"),
         ("kafka.metadata.max.age.ms", "0", "metadata_max_age_ms"),
         ("kafka.connections.max.idle.ms", "0", "connections_max_idle_ms"),
-        ("kafka.security.protocol", "SSL", "security_protocol"),
         ("kafka.security.protocol", "carrier-pigeon", "security_protocol"),
     ],
 )
@@ -505,20 +708,30 @@ def test_invalid_option_error_is_a_configuration_error() -> None:
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [(None, "auto"), ("auto", "auto"), ("az-a", "az-a"), (" az-b ", "az-b"), ("", None)],
+    [
+        (None, "env"),
+        ("env", "env"),
+        ("auto", "auto"),
+        ("az-a", "az-a"),
+        (" az-b ", "az-b"),
+        ("", None),
+    ],
 )
 def test_client_rack_option(value: str | None, expected: str | None) -> None:
     assert parse(**{"kafka.client.rack": value}).client_rack == expected
 
 
-def test_resolve_client_rack_auto_from_the_environment() -> None:
-    assert resolve_client_rack("auto", {CLIENT_RACK_ENV: "az-b"}) == "az-b"
-    assert resolve_client_rack("auto", {CLIENT_RACK_ENV: "  az-c\n"}) == "az-c"
+@pytest.mark.parametrize("setting", ["env", "auto"])
+def test_resolve_client_rack_from_the_environment(setting: str) -> None:
+    assert resolve_client_rack(setting, {CLIENT_RACK_ENV: "az-b"}) == "az-b"
+    assert resolve_client_rack(setting, {CLIENT_RACK_ENV: "  az-c\n"}) == "az-c"
 
 
 @pytest.mark.parametrize("environ", [{}, {CLIENT_RACK_ENV: ""}, {CLIENT_RACK_ENV: "  "}])
-def test_resolve_client_rack_auto_without_the_variable(environ: dict[str, str]) -> None:
-    assert resolve_client_rack("auto", environ) is None
+def test_resolve_client_rack_without_the_variable(environ: dict[str, str]) -> None:
+    # The default gives no rack; "auto" leaves it to the consumer to detect the zone.
+    assert resolve_client_rack("env", environ) is None
+    assert resolve_client_rack("auto", environ) == "auto"
 
 
 def test_resolve_client_rack_fixed_value_ignores_the_environment() -> None:
@@ -528,9 +741,9 @@ def test_resolve_client_rack_fixed_value_ignores_the_environment() -> None:
 
 def test_resolve_client_rack_reads_os_environ(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(CLIENT_RACK_ENV, "az-c")
-    assert resolve_client_rack("auto") == "az-c"
+    assert resolve_client_rack("env") == "az-c"
     monkeypatch.delenv(CLIENT_RACK_ENV)
-    assert resolve_client_rack("auto") is None
+    assert resolve_client_rack("env") is None
 
 
 def test_empty_rack_option_resolves_to_no_rack() -> None:

@@ -91,6 +91,69 @@ def test_resolve_json_offsets_naming_unknown_partitions() -> None:
         resolve_offsets(spec, SNAPSHOT, "endingOffsets")
 
 
+TIMED = Snapshot(
+    earliest=SNAPSHOT.earliest,
+    latest=SNAPSHOT.latest,
+    by_time={(A0, 500): 60, (A1, 500): None, (B0, 500): 5, (A0, 7): 120, (A1, 9): 3},
+)
+
+
+def test_resolve_one_timestamp_for_every_partition() -> None:
+    spec = OffsetSpec("timestamp", timestamp=500)
+    # A partition without a record that late: its latest offset, or an error (the strategy).
+    assert resolve_offsets(spec, TIMED, "startingTimestamp", "latest") == {A0: 60, A1: 40, B0: 5}
+    with pytest.raises(InvalidOptionError, match=r"startingTimestamp: a-1 .*500.*Strategy"):
+        resolve_offsets(spec, TIMED, "startingTimestamp", "error")
+    # The end of a batch read takes the latest offset (Spark's endingTimestamp).
+    assert resolve_offsets(spec, TIMED, "endingTimestamp") == {A0: 60, A1: 40, B0: 5}
+
+
+def test_resolve_offsets_by_timestamp() -> None:
+    spec = OffsetSpec("timestamps", {("a", 0): 7, ("a", 1): 9, ("b", 0): 500})
+    # An answer past the latest (stable) offset is cut to it.
+    assert resolve_offsets(spec, TIMED, "startingOffsetsByTimestamp", "error") == {
+        A0: 100,
+        A1: 3,
+        B0: 5,
+    }
+    partial = OffsetSpec("timestamps", {("a", 0): 7, ("b", 0): 500})
+    with pytest.raises(InvalidOptionError, match=r"a timestamp for every partition.*a-1"):
+        resolve_offsets(partial, TIMED, "startingOffsetsByTimestamp")
+    unknown = OffsetSpec("timestamps", {("a", 0): 7, ("a", 1): 9, ("b", 0): 500, ("c", 0): 1})
+    with pytest.raises(InvalidOptionError, match=r"endingOffsetsByTimestamp.*c-0"):
+        resolve_offsets(unknown, TIMED, "endingOffsetsByTimestamp")
+
+
+def test_offsets_behind_latest() -> None:
+    from rackafka.spark.planning import offsets_behind_latest
+
+    latest = {A0: 100, A1: 40, B0: 5}
+    assert offsets_behind_latest({A0: 90, A1: 40, B0: 5}, latest) == {
+        "avgOffsetsBehindLatest": str(10 / 3),
+        "maxOffsetsBehindLatest": "10",
+        "minOffsetsBehindLatest": "0",
+    }
+    # A partition not consumed yet is behind by all of it; ahead counts as zero.
+    assert offsets_behind_latest({A0: 120}, {A0: 100, A1: 40})["maxOffsetsBehindLatest"] == "40"
+    assert offsets_behind_latest({A0: 1}, {}) == {}
+
+
+def test_source_metrics_from_a_progress() -> None:
+    from rackafka.spark import source_metrics
+
+    progress = {
+        "endOffset": '{"a":{"0":90,"1":40}}',
+        "latestOffset": {"a": {"0": 100, "1": 40}},
+    }
+    assert source_metrics(progress) == {
+        "avgOffsetsBehindLatest": "5.0",
+        "maxOffsetsBehindLatest": "10",
+        "minOffsetsBehindLatest": "0",
+    }
+    assert source_metrics({"endOffset": '{"a":{"0":1}}', "latestOffset": None}) == {}
+    assert source_metrics({}) == {}
+
+
 # -- plan_ranges ----------------------------------------------------------------------------------
 
 

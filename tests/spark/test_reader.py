@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import datetime as dt
 import gc
+import http.server
 import os
+import threading
 import warnings
 from collections.abc import Callable, Generator
 from pathlib import Path
@@ -20,6 +22,7 @@ import pytest
 pa = pytest.importorskip("pyarrow", reason="the spark extra (pyarrow) is not installed")
 
 from rackafka.consumer.consumer import AIOKafkaConsumer  # noqa: E402
+from rackafka.errors import KafkaTimeoutError  # noqa: E402
 from rackafka.spark import rack_summary  # noqa: E402
 from rackafka.spark.options import CLIENT_RACK_ENV, EARLIEST, SourceOptions, parse_options  # noqa: E402
 from rackafka.spark.planning import DataLossError, OffsetRange  # noqa: E402
@@ -30,7 +33,7 @@ from rackafka.spark.reader import (  # noqa: E402
     read_ranges,
     read_task_reports,
 )
-from rackafka.testing import EmbeddedCluster, default_value  # noqa: E402
+from rackafka.testing import EmbeddedCluster, default_value, offline_zone_environ  # noqa: E402
 
 pytestmark = pytest.mark.fault_injection
 
@@ -263,12 +266,44 @@ def produce_spread(cluster: EmbeddedCluster, topic: str, partitions: int, count:
 
 def by_partition(batches: list[Any]) -> dict[int, list[tuple[int, bytes]]]:
     out: dict[int, list[tuple[int, bytes]]] = {}
-    for b in batches:
-        parts = set(b.column("partition").to_pylist())
-        assert len(parts) == 1  # each Arrow batch holds one partition
+    for b in batches:  # a batch holds what one fetch brought, of one or more partitions
         for row in b.to_pylist():
             out.setdefault(row["partition"], []).append((row["offset"], row["value"]))
     return out
+
+
+def test_parts_to_arrow_equals_the_batches_of_each_part() -> None:
+    from rackafka.spark.reader import parts_to_arrow, to_arrow
+
+    def recs(first: int, n: int, gap: bool = False, ts: int = 5) -> list[tuple[Any, ...]]:
+        offs = [first + i * (2 if gap else 1) for i in range(n)]
+        return [
+            (
+                o,
+                ts + (o % 3 if gap else 0),
+                0,
+                None if o % 4 == 0 else b"k%d" % o,
+                None if o % 5 == 0 else b"v%d" % o,
+                None,
+                2,
+                2,
+                (("h", b"x"),) if o % 2 else (),
+            )
+            for o in offs
+        ]
+
+    parts = [("a", 0, recs(10, 7)), ("b", 3, recs(0, 5, gap=True)), ("a", 1, recs(3, 1))]
+    for headers in (False, True):
+        schema = arrow_schema(headers)
+        merged = parts_to_arrow(parts, schema)
+        one_by_one = [to_arrow(rs, t, p, schema) for t, p, rs in parts]
+        expected = [row for b in one_by_one for row in b.to_pylist()]
+        assert merged.schema.equals(schema) and merged.num_rows == 13
+        assert merged.to_pylist() == expected
+        # One topic, several partitions: the topic column is one repeated value.
+        same = parts_to_arrow([parts[0], parts[2]], schema)
+        assert same.column("topic").to_pylist() == ["a"] * 8
+        assert same.column("partition").to_pylist() == [0] * 7 + [1]
 
 
 def test_read_ranges_of_several_partitions(cluster: EmbeddedCluster, tmp_path: Path) -> None:
@@ -422,6 +457,23 @@ def test_range_past_the_end_times_out(cluster: EmbeddedCluster) -> None:
     assert got == list(range(20, 30))
 
 
+def test_a_slow_leader_fails_the_task_it_is_not_data_loss(
+    cluster: EmbeddedCluster, tmp_path: Path
+) -> None:
+    # As Spark's Kafka source: records that exist but do not come within pollTimeoutMs
+    # fail the task (Spark retries it), even with failOnDataLoss=false.
+    produce_numbered(cluster, "slow", 30)
+    opts = lossy_options(cluster, False, tmp_path, **{"kafkaConsumer.pollTimeoutMs": "500"})
+    cluster.set_broker_rtt(None, 1500)
+    try:
+        with pytest.raises(KafkaTimeoutError, match=r"slow-0 at offset 0 .*not data loss"):
+            read(opts, OffsetRange("slow", 0, 0, 30))
+    finally:
+        cluster.set_broker_rtt(None, 0)
+    report = only_report(tmp_path)
+    assert report.lost_offsets == 0 and not report.finished
+
+
 def test_range_past_the_end_stops_without_fail(cluster: EmbeddedCluster, tmp_path: Path) -> None:
     produce_numbered(cluster, "short", 30)
     opts = lossy_options(cluster, False, tmp_path, **{"kafkaConsumer.pollTimeoutMs": "300"})
@@ -460,13 +512,14 @@ def test_client_rack_auto_reads_from_the_executors_rack(
 
     metrics = tmp_path / "metrics"
     opts = options(cluster, **{"rackafka.metricsPath": str(metrics)})
-    assert opts.client_rack == "auto"
+    assert opts.client_rack == "env"
     assert len(offsets(read(opts, OffsetRange("racked", 0, 0, 200)))) == 200
 
     files = sorted(os.listdir(metrics))
     assert len(files) == 1 and files[0].endswith(".json") and not files[0].startswith(".")
     report = only_report(metrics)
     assert report.client_rack == "az-b"
+    assert report.rack_source == "environment RACKAFKA_CLIENT_RACK"
     assert report.ranges == [["racked", 0, 0, 200]]
     assert report.records == 200
     assert report.same_rack_bytes > 200 * 100
@@ -488,6 +541,52 @@ def test_client_rack_auto_reads_from_the_executors_rack(
         "same_rack_share": 1.0,
         "lost_offsets": 0,
     }
+
+
+class _GceMetadata(http.server.BaseHTTPRequestHandler):
+    """GCE's metadata server on 127.0.0.1: the executor's zone is ``az-c``."""
+
+    def do_GET(self) -> None:
+        ok = self.path == "/computeMetadata/v1/instance/zone"
+        ok = ok and self.headers.get("Metadata-Flavor") == "Google"
+        body = b"projects/1/zones/az-c" if ok else b""
+        self.send_response(200 if ok else 404)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_client_rack_auto_detects_the_executors_zone(
+    cluster: EmbeddedCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``kafka.client.rack=auto`` with no variable: the task asks the metadata services
+    (fakes on 127.0.0.1 here), keeps the zone that is a broker rack, and reads there."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _GceMetadata)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        environ = offline_zone_environ(tmp_path / "zones")
+        environ["GCE_METADATA_HOST"] = f"127.0.0.1:{server.server_address[1]}"
+        for name, value in environ.items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.delenv(CLIENT_RACK_ENV, raising=False)
+        cluster.create_topic("detected", 1)  # led by broker 1 (az-a)
+        cluster.emulate_rack_aware_selector("az-c", topics=["detected"])
+        cluster.produce("detected", 80, partition=0, value_size=100)
+        metrics = tmp_path / "metrics"
+        opts = options(
+            cluster, **{"kafka.client.rack": "auto", "rackafka.metricsPath": str(metrics)}
+        )
+        assert len(offsets(read(opts, OffsetRange("detected", 0, 0, 80)))) == 80
+    finally:
+        server.shutdown()
+        server.server_close()
+    report = only_report(metrics)
+    assert report.client_rack == "az-c"
+    assert report.rack_source == "gce metadata instance/zone"
+    assert set(nonzero(report.bytes_by_rack)) == {"az-c"} and report.cross_rack_bytes == 0
 
 
 def test_fixed_client_rack_wins_over_the_environment(

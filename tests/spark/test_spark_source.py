@@ -141,12 +141,15 @@ def test_batch_offsets_json_and_min_partitions(
 def test_invalid_options_name_the_option(spark: Any, embedded_cluster: EmbeddedCluster) -> None:
     c = embedded_cluster
     c.create_topic("opts", 1)
-    with pytest.raises(Exception, match="maxOffsetsPerTrigger"):
-        _reader(spark, c, "opts", maxOffsetsPerTrigger="10").load().collect()
-    with pytest.raises(Exception, match=r"kafka\.group\.id"):
-        _reader(spark, c, "opts", **{"kafka.group.id": "g"}).load().collect()
-    with pytest.raises(Exception, match=r"(?i)startingoffsetz"):
-        _reader(spark, c, "opts", startingOffsetz="earliest").load().collect()
+    c.produce("opts", 5, partition=0)
+    with pytest.raises(Exception, match="startingOffsets"):
+        _reader(spark, c, "opts", startingOffsets="first").load().collect()
+    with pytest.raises(Exception, match=r"kafka\.auto\.offset\.reset"):
+        _reader(spark, c, "opts", **{"kafka.auto.offset.reset": "earliest"}).load().collect()
+    # As in Spark: a batch query ignores maxOffsetsPerTrigger, kafka.group.id is accepted,
+    # and an unknown option is ignored (rackafka warns).
+    lenient = {"maxOffsetsPerTrigger": "2", "kafka.group.id": "g", "startingOffsetz": "x"}
+    assert _reader(spark, c, "opts", **lenient).load().count() == 5
     with pytest.raises(Exception, match=r"kafka\.fetch\.max\.bytes"):
         _reader(spark, c, "opts", **{"kafka.fetch.max.bytes": "0"}).load().collect()
     # A streaming query checks its options when its stream thread starts.
@@ -302,3 +305,52 @@ def test_streaming_fail_on_data_loss(
     rows = _written(spark, out)
     assert len(rows) == len(set(rows)) == 150
     assert {o for _p, o in rows} == set(range(100)) | set(range(150, 200))
+
+
+def test_batch_read_through_sasl_ssl_with_java_style_options(
+    spark: Any, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Spark's security options (PEM truststore, SCRAM in a JAAS line) through the
+    TLS/SASL front; a wrong password fails the query with the mechanism named and the
+    password nowhere in the error, the task reports or the output."""
+    pytest.importorskip("trustme", reason="trustme (testing extra) makes the certificates")
+    pytest.importorskip("scramp", reason="scramp (testing extra) is the front's SCRAM")
+    secret = "sp4rk-s3cret-never-shown"
+    with EmbeddedCluster(brokers=3, security_protocol="SASL_SSL", users={"etl": secret}) as cluster:
+        cluster.create_topic("secure-events", 3)
+        cluster.produce("secure-events", 600, value=_value, partition="spread")
+
+        def jaas(password: str) -> str:
+            return (
+                "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                f'username="etl" password="{password}";'
+            )
+
+        options = {
+            "kafka.security.protocol": "SASL_SSL",
+            "kafka.ssl.truststore.type": "PEM",
+            "kafka.ssl.truststore.location": cluster.front.ca_file,
+            "kafka.sasl.mechanism": "SCRAM-SHA-512",
+            "rackafka.metricsPath": str(tmp_path / "reports"),
+        }
+        df = _reader(
+            spark, cluster, "secure-events", **options, **{"kafka.sasl.jaas.config": jaas(secret)}
+        ).load()
+        got = sorted((r.partition, r.offset) for r in df.select("partition", "offset").collect())
+        assert len(got) == 600 and len(set(got)) == 600
+        assert cluster.front.stats.authentications["SCRAM-SHA-512"] >= 2
+        # Spark's plans redact the JAAS line (its value contains "password").
+        assert secret not in df._jdf.queryExecution().toString()
+        with pytest.raises(Exception, match="SCRAM-SHA-512") as info:
+            _reader(
+                spark,
+                cluster,
+                "secure-events",
+                **options,
+                **{"kafka.sasl.jaas.config": jaas("wrong-" + secret)},
+            ).load().collect()
+        assert secret not in str(info.value)
+    reports = "".join(p.read_text() for p in (tmp_path / "reports").rglob("*") if p.is_file())
+    assert reports and secret not in reports
+    out, err = capfd.readouterr()
+    assert secret not in out and secret not in err

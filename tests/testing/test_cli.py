@@ -168,8 +168,35 @@ def test_serve_session(server_factory: type[Server]) -> None:
     assert all(_refused(p) for p in ports)
 
 
-def test_serve_exits_on_eof(server_factory: type[Server]) -> None:
-    server = server_factory("--brokers", "1", "--racks", "")
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM cannot be delivered on Windows")
+def test_serve_keeps_serving_when_stdin_is_at_its_end() -> None:
+    # As a background job, under nohup or in a container: stdin is /dev/null.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rackafka.testing", "serve", "--brokers", "1", "--racks", ""],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().strip()
+        assert line.startswith("BOOTSTRAP="), line
+        ports = [int(a.rsplit(":", 1)[1]) for a in line.split("=", 1)[1].split(",")]
+        time.sleep(1.5)
+        assert proc.poll() is None, "serve stopped at the end of its input"
+        assert not any(_refused(p) for p in ports)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0
+        assert all(_refused(p) for p in ports)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
+def test_serve_exits_on_eof_when_asked(server_factory: type[Server]) -> None:
+    server = server_factory("--brokers", "1", "--racks", "", "--exit-on-eof")
     ports = _ports(_bootstrap(server))
     assert server.proc.stdin is not None
     server.proc.stdin.close()
@@ -236,3 +263,44 @@ def test_interpreter_answers() -> None:
         assert interpreter.execute("request-counts Fetch") == "OK {}"
         assert interpreter.execute("cap-version NoSuchApi 0 1").startswith("ERR ValueError")
         assert interpreter.execute("delete-records t 0 0") == "OK"
+
+
+def test_serve_with_a_sasl_ssl_front(server_factory: type[Server]) -> None:
+    """``serve --security-protocol SASL_SSL``: another process connects with the printed
+    CA file and the user given on the command line; wrong credentials are refused."""
+    pytest.importorskip("trustme", reason="trustme (testing extra) makes the certificates")
+    pytest.importorskip("scramp", reason="scramp (testing extra) is the front's SCRAM")
+    server = server_factory(
+        "--brokers", "2", "--topic", "sec:2:2", "--messages", "25",
+        "--security-protocol", "SASL_SSL", "--sasl-mechanism", "SCRAM-SHA-256",
+        "--user", "app:app-pw", "--exit-on-eof",
+    )  # fmt: skip
+    info: dict[str, str] = {}
+    while True:
+        line = server.readline()
+        assert line is not None
+        key, _, value = line.partition("=")
+        info[key] = value
+        if key == "BOOTSTRAP":
+            break
+    assert info["SECURITY_PROTOCOL"] == "SASL_SSL"
+    assert info["SASL_MECHANISMS"] == "SCRAM-SHA-256"
+    conf = {
+        "bootstrap.servers": info["BOOTSTRAP"],
+        "security.protocol": "SASL_SSL",
+        "ssl.ca.location": info["CA_FILE"],
+        "sasl.mechanism": "SCRAM-SHA-256",
+        "sasl.username": "app",
+        "sasl.password": "app-pw",
+        "group.id": "cli-sec",
+        "auto.offset.reset": "earliest",
+    }
+    consumer = ck.Consumer(conf)
+    consumer.subscribe(["sec"])
+    got = 0
+    deadline = time.monotonic() + 30
+    while got < 25 and time.monotonic() < deadline:
+        got += sum(1 for m in consumer.consume(num_messages=100, timeout=0.5) if not m.error())
+    consumer.close()
+    assert got == 25
+    assert server.ok("info") is not None

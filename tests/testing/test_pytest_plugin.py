@@ -152,11 +152,22 @@ def test_compose_file_is_valid_yaml() -> None:
     path = COMPOSE_FILE
     spec = yaml.safe_load(path.read_text())
     services = spec["services"]
-    assert len(services) == 3
+    brokers = {
+        name: s for name, s in services.items() if name.startswith("kafka-") and "environment" in s
+    }
+    assert len(brokers) == 3
+    assert "kafka-users" in services  # creates the SCRAM user of the SASL_SSL listener
     racks = set()
     ports = set()
-    for service in services.values():
+    secured = set()
+    for service in brokers.values():
         env = service["environment"]
+        sasl = [
+            a for a in env["KAFKA_ADVERTISED_LISTENERS"].split(",") if a.startswith("SASL_SSL://")
+        ]
+        assert len(sasl) == 1
+        secured.add(sasl[0].removeprefix("SASL_SSL://"))
+        assert env["KAFKA_SASL_ENABLED_MECHANISMS"] == "SCRAM-SHA-512"
         assert env["KAFKA_PROCESS_ROLES"] == "broker,controller"
         assert (
             env["KAFKA_REPLICA_SELECTOR_CLASS"]
@@ -171,3 +182,4 @@ def test_compose_file_is_valid_yaml() -> None:
         assert f"{host_port.split(':')[1]}:{host_port.split(':')[1]}" in service["ports"]
     assert racks == {"az-a", "az-b", "az-c"}
     assert ports == {"localhost:19092", "localhost:29092", "localhost:39092"}
+    assert secured == {"localhost:19094", "localhost:29094", "localhost:39094"}

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import time
 import warnings
+import weakref
 from collections.abc import Callable, Iterable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic
+
+from typing_extensions import TypeVar
 
 from rackafka import __version__
-from rackafka._config import check_callable, check_security
 from rackafka._config import check_positive as _positive
 from rackafka.abc import ConsumerRebalanceListener
 from rackafka.client import KafkaClient
@@ -35,9 +38,11 @@ from rackafka.errors import (
     IllegalOperation,
     IllegalStateError,
     KafkaConfigurationError,
+    UnknownTopicOrPartitionError,
 )
 from rackafka.group.coordinator import GroupCoordinator
 from rackafka.group.strategy import resolve_assignors
+from rackafka.net.security import SecurityConfig
 from rackafka.structs import (
     ConsumerRecord,
     OffsetAndMetadata,
@@ -47,11 +52,51 @@ from rackafka.structs import (
 
 log = logging.getLogger("rackafka.consumer")
 
-KT = TypeVar("KT")
-VT = TypeVar("VT")
+# Defaults (PEP 696): a consumer without deserializers is an AIOKafkaConsumer[bytes, bytes]
+# without an annotation.
+#: ``client_rack`` value that asks rackafka to find its zone (see :mod:`rackafka.zones`).
+AUTO_RACK = "auto"
+
+KT = TypeVar("KT", default=bytes)
+VT = TypeVar("VT", default=bytes)
 
 _ISOLATION = {"read_uncommitted": READ_UNCOMMITTED, "read_committed": READ_COMMITTED}
 _RESETS = (EARLIEST, LATEST, NONE)
+
+
+def _as_tp(tp: Any) -> TopicPartition:
+    """``tp`` as rackafka's :class:`TopicPartition`.
+
+    aiokafka's ``TopicPartition`` and any other ``(topic, partition)`` named tuple are
+    accepted (they compare and hash like ours).
+
+    Raises:
+        TypeError: ``tp`` is not such a named tuple.
+    """
+    if type(tp) is TopicPartition:
+        return tp
+    if (
+        isinstance(tp, tuple)
+        and len(tp) == 2
+        and hasattr(tp, "topic")
+        and hasattr(tp, "partition")
+        and isinstance(tp[0], str)
+        and isinstance(tp[1], int)
+        and not isinstance(tp[1], bool)
+    ):
+        return TopicPartition(tp[0], tp[1])
+    raise TypeError(f"partitions must be TopicPartition namedtuples, not {tp!r}")
+
+
+def _weak(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A function that calls bound ``method`` while its object lives (else does nothing)."""
+    ref = weakref.WeakMethod(method)
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        bound = ref()
+        return bound(*args, **kwargs) if bound is not None else None
+
+    return call
 
 
 class _SubscribeArgumentsError(TypeError, ValueError):
@@ -82,7 +127,10 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         bootstrap_servers: ``host[:port]`` string or list of them to bootstrap
             from.  Default: ``localhost:9092``.
         client_id: a name sent in every request.  Default: ``rackafka-<version>``.
-        client_rack: the rack (availability zone) of this consumer, sent in
+        client_rack: ``"auto"`` finds it (``RACKAFKA_CLIENT_RACK``, else the zone the
+            environment or the cloud metadata service names that is a broker's rack; see
+            ``rackafka.zones``; the choice is in ``rack_decision`` after ``start()``).
+            Otherwise the rack (availability zone) of this consumer, sent in
             Fetch requests so that the leader can name a replica in the same
             rack.  Default: ``None`` (read from leaders unless a broker's
             replica selector names another replica anyway).
@@ -93,6 +141,13 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         max_poll_records: most records :meth:`getmany` returns.  Default: no limit.
         request_timeout_ms: how long to wait for a response.  Default: 40000.
         retry_backoff_ms: pause after errors, growing on repeats.  Default: 100.
+        retry_backoff_max_ms: the longest such pause: metadata refreshes that follow
+            each other (a leader that stays unknown) double their pause up to it, with
+            20 % jitter (KIP-580).  A rackafka extension (Java's name).  Default: 1000.
+        reconnect_backoff_ms, reconnect_backoff_max_ms: pause before connecting
+            again to a broker whose connection failed or closed at once, doubling per
+            failure in a row up to the maximum, with 20 % jitter (KIP-144).  rackafka
+            extensions (Java's names).  Defaults: 50 and 1000.
         auto_offset_reset: ``"latest"`` (default), ``"earliest"`` or ``"none"``:
             where to start when there is no position, or when the *leader*
             says the position is out of range (a lagging follower never causes
@@ -126,10 +181,22 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         rebalance_timeout_ms: group liveness, as in aiokafka (the rebalance
             timeout defaults to ``max_poll_interval_ms``).  Without
             ``group_id`` they are checked, then ignored.
-        security_protocol, ssl_context, sasl_*: accepted with aiokafka's
-            defaults; other values are not supported yet and raise
-            :exc:`~rackafka.errors.KafkaConfigurationError`.
-        api_version: ignored (versions are always negotiated).
+        security_protocol: ``"PLAINTEXT"`` (default), ``"SSL"``, ``"SASL_PLAINTEXT"`` or
+            ``"SASL_SSL"``, as aiokafka (see :doc:`security`).
+        ssl_context: an :class:`ssl.SSLContext` for SSL and SASL_SSL (required there, as
+            in aiokafka): :func:`rackafka.helpers.create_ssl_context` makes one that
+            verifies the broker's host name.
+        sasl_mechanism: ``"PLAIN"`` (default), ``"SCRAM-SHA-256"``, ``"SCRAM-SHA-512"``,
+            ``"OAUTHBEARER"`` or ``"GSSAPI"`` (needs the ``gssapi`` extra).
+        sasl_plain_username, sasl_plain_password: credentials of PLAIN and SCRAM.
+        sasl_kerberos_service_name, sasl_kerberos_domain_name: GSSAPI's service
+            principal ``service@domain`` (default ``kafka`` at the broker's host name).
+        sasl_oauth_token_provider: an :class:`~rackafka.abc.AbstractTokenProvider` for
+            OAUTHBEARER (``MSKIAMTokenProvider`` for Amazon MSK IAM); asked again at each
+            re-authentication.  Sessions with a lifetime (KIP-368) are re-authenticated
+            on the live connection before they end.
+        api_version: deprecated, as in aiokafka: any value gives a
+            :exc:`DeprecationWarning` and is ignored (versions are always negotiated).
         record_tuples: a rackafka extension for bulk readers: records come as
             plain tuples ``(offset, timestamp, timestamp_type, key, value, checksum,
             serialized_key_size, serialized_value_size, headers)`` (see
@@ -147,14 +214,17 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         client_id: str = "rackafka-" + __version__,
         group_id: str | None = None,
         group_instance_id: str | None = None,
-        key_deserializer: Callable[[bytes | None], KT] | None = None,
-        value_deserializer: Callable[[bytes | None], VT] | None = None,
+        key_deserializer: Callable[[bytes], KT] | Callable[[bytes | None], KT] | None = None,
+        value_deserializer: Callable[[bytes], VT] | Callable[[bytes | None], VT] | None = None,
         fetch_max_wait_ms: int = 500,
         fetch_max_bytes: int = 52428800,
         fetch_min_bytes: int = 1,
         max_partition_fetch_bytes: int = 1 * 1024 * 1024,
         request_timeout_ms: int = 40 * 1000,
         retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1000,
+        reconnect_backoff_ms: int = 50,
+        reconnect_backoff_max_ms: int = 1000,
         auto_offset_reset: str = "latest",
         enable_auto_commit: bool = True,
         auto_commit_interval_ms: int = 5000,
@@ -192,7 +262,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             )
         if client_id is not None and not isinstance(client_id, str):
             raise KafkaConfigurationError(f"client_id must be a str, not {client_id!r}")
-        check_security(
+        security = SecurityConfig.create(
             security_protocol=security_protocol,
             ssl_context=ssl_context,
             sasl_mechanism=sasl_mechanism,
@@ -212,8 +282,10 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             if group_id is None:
                 raise KafkaConfigurationError("group_instance_id needs a group_id")
         if rebalance_timeout_ms is not None:
-            _positive("rebalance_timeout_ms", rebalance_timeout_ms)
+            rebalance_timeout_ms = _positive("rebalance_timeout_ms", rebalance_timeout_ms)
         assignors = resolve_assignors(partition_assignment_strategy)
+        if isinstance(auto_offset_reset, str):
+            auto_offset_reset = auto_offset_reset.lower()  # as aiokafka: any case
         if auto_offset_reset not in _RESETS:
             raise KafkaConfigurationError(
                 f"auto_offset_reset must be one of 'earliest', 'latest', 'none', "
@@ -233,40 +305,60 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         if client_rack is not None and not isinstance(client_rack, str):
             raise KafkaConfigurationError(f"client_rack must be a str or None, not {client_rack!r}")
         if max_poll_records is not None:
-            _positive("max_poll_records", max_poll_records)
-        if api_version not in (None, "auto") and not (
-            isinstance(api_version, str) and re.fullmatch(r"\d+(\.\d+){0,2}", api_version)
-        ):
-            raise KafkaConfigurationError(
-                f"api_version must be None, 'auto' or a version like '2.4.0', not {api_version!r}"
+            if not isinstance(max_poll_records, int):  # as aiokafka: no float here
+                raise KafkaConfigurationError(
+                    f"max_poll_records must be an int, not {max_poll_records!r}"
+                )
+            _positive("max_poll_records", max_poll_records)  # a ValueError, as aiokafka's
+        if api_version is not None:
+            # As aiokafka 0.13+: deprecated and a no-op (versions are always negotiated).
+            warnings.warn(
+                "The api_version parameter is deprecated (as in aiokafka) and ignored: "
+                "API versions are negotiated with each broker",
+                DeprecationWarning,
+                stacklevel=2,
             )
-        for name, value, zero in (
-            ("fetch_max_wait_ms", fetch_max_wait_ms, True),
-            ("fetch_max_bytes", fetch_max_bytes, False),
-            ("fetch_min_bytes", fetch_min_bytes, True),
-            ("max_partition_fetch_bytes", max_partition_fetch_bytes, False),
-            ("request_timeout_ms", request_timeout_ms, False),
-            ("retry_backoff_ms", retry_backoff_ms, True),
-            ("metadata_max_age_ms", metadata_max_age_ms, False),
-            ("consumer_timeout_ms", consumer_timeout_ms, True),
-            (  # None disables idle checks (aiokafka).
-                "connections_max_idle_ms",
-                1 if connections_max_idle_ms is None else connections_max_idle_ms,
-                False,
-            ),
-            ("auto_commit_interval_ms", auto_commit_interval_ms, False),
-            ("max_poll_interval_ms", max_poll_interval_ms, False),
-            ("session_timeout_ms", session_timeout_ms, False),
-            ("heartbeat_interval_ms", heartbeat_interval_ms, False),
+        fetch_max_wait_ms = _positive("fetch_max_wait_ms", fetch_max_wait_ms, zero=True)
+        fetch_max_bytes = _positive("fetch_max_bytes", fetch_max_bytes)
+        fetch_min_bytes = _positive("fetch_min_bytes", fetch_min_bytes, zero=True)
+        max_partition_fetch_bytes = _positive(
+            "max_partition_fetch_bytes", max_partition_fetch_bytes
+        )
+        request_timeout_ms = _positive("request_timeout_ms", request_timeout_ms)
+        retry_backoff_ms = _positive("retry_backoff_ms", retry_backoff_ms, zero=True)
+        retry_backoff_max_ms = _positive("retry_backoff_max_ms", retry_backoff_max_ms, zero=True)
+        reconnect_backoff_ms = _positive("reconnect_backoff_ms", reconnect_backoff_ms, zero=True)
+        reconnect_backoff_max_ms = _positive(
+            "reconnect_backoff_max_ms", reconnect_backoff_max_ms, zero=True
+        )
+        metadata_max_age_ms = _positive("metadata_max_age_ms", metadata_max_age_ms)
+        consumer_timeout_ms = _positive("consumer_timeout_ms", consumer_timeout_ms, zero=True)
+        auto_commit_interval_ms = _positive("auto_commit_interval_ms", auto_commit_interval_ms)
+        max_poll_interval_ms = _positive("max_poll_interval_ms", max_poll_interval_ms)
+        session_timeout_ms = _positive("session_timeout_ms", session_timeout_ms)
+        heartbeat_interval_ms = _positive("heartbeat_interval_ms", heartbeat_interval_ms)
+        if connections_max_idle_ms is not None:  # None disables idle checks (aiokafka)
+            connections_max_idle_ms = _positive("connections_max_idle_ms", connections_max_idle_ms)
+        for name, flag in (
+            ("enable_auto_commit", enable_auto_commit),
+            ("check_crcs", check_crcs),
+            ("exclude_internal_topics", exclude_internal_topics),
         ):
-            _positive(name, value, zero=zero)
+            if isinstance(flag, (str, bytes)):
+                raise KafkaConfigurationError(
+                    f"{name} must be a bool, not the string {flag!r} (which is always true)"
+                )
         if group_id is not None and heartbeat_interval_ms >= session_timeout_ms:
             raise KafkaConfigurationError(
                 f"heartbeat_interval_ms ({heartbeat_interval_ms}) must be lower than "
                 f"session_timeout_ms ({session_timeout_ms})"
             )
-        check_callable("key_deserializer", key_deserializer)
-        check_callable("value_deserializer", value_deserializer)
+        for name, fn in (
+            ("key_deserializer", key_deserializer),
+            ("value_deserializer", value_deserializer),
+        ):
+            if fn is not None and not callable(fn):
+                raise KafkaConfigurationError(f"{name} must be callable, not {fn!r}")
         for t in topics:
             if not isinstance(t, str) or not t:
                 raise KafkaConfigurationError(f"topics must be non-empty strings, not {t!r}")
@@ -277,13 +369,20 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             metadata_max_age_ms=metadata_max_age_ms,
             request_timeout_ms=request_timeout_ms,
             retry_backoff_ms=retry_backoff_ms,
+            retry_backoff_max_ms=retry_backoff_max_ms,
+            reconnect_backoff_ms=reconnect_backoff_ms,
+            reconnect_backoff_max_ms=reconnect_backoff_max_ms,
             connections_max_idle_ms=(
                 connections_max_idle_ms if connections_max_idle_ms is not None else 1 << 62
             ),
             client_software_version=__version__,
+            security=security,
         )
         self._client_rack = client_rack
+        #: With ``client_rack="auto"``: what was decided and why (after :meth:`start`).
+        self.rack_decision: Any = None
         self._request_timeout = request_timeout_ms / 1000
+        self._retry_backoff = retry_backoff_ms / 1000
         self._max_poll_records = max_poll_records
         self._exclude_internal = exclude_internal_topics
         self._subs = SubscriptionState(auto_offset_reset)
@@ -295,7 +394,10 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             "group_instance_id": group_instance_id,
             "assignors": assignors,
             "session_timeout_ms": session_timeout_ms,
-            "rebalance_timeout_ms": rebalance_timeout_ms or max_poll_interval_ms,
+            # As aiokafka: None means session_timeout_ms.
+            "rebalance_timeout_ms": (
+                rebalance_timeout_ms if rebalance_timeout_ms is not None else session_timeout_ms
+            ),
             "heartbeat_interval_ms": heartbeat_interval_ms,
             "max_poll_interval_ms": max_poll_interval_ms,
             "retry_backoff_ms": retry_backoff_ms,
@@ -321,6 +423,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             "record_tuples": record_tuples,
         }
         self._fetcher: Fetcher | None = None
+        self._metadata_listener: Callable[[ClusterMetadata], Any] = self._on_metadata
         self._initial_topics = tuple(topics)
         self._listener: ConsumerRebalanceListener | None = None
         self._pattern: re.Pattern[str] | None = None
@@ -337,27 +440,48 @@ class AIOKafkaConsumer(Generic[KT, VT]):
 
         Raises:
             KafkaConnectionError: no bootstrap server could be reached.
+            AuthenticationFailedError: a broker refused the login or the TLS handshake
+                (also while waiting for the group's first assignment).
         """
         if self._closed:
             raise IllegalStateError("the consumer was stopped; create a new one")
         if self._started:
             return
         await self._client.bootstrap_cluster()
+        if self._client_rack == AUTO_RACK:
+            await self._resolve_auto_rack()
         self._fetcher = Fetcher(self._client, self._subs, **self._fetcher_args)
-        self._client.cluster.add_listener(self._on_metadata)
+        self._client.auth_failure_listeners.append(_weak(self._auth_failed))
+        # Callbacks given to long-lived tasks hold the consumer weakly: a consumer that is
+        # dropped without stop() is collected (and warns), as aiokafka's is.
+        self._metadata_listener = _weak(self._on_metadata)
+        self._client.cluster.add_listener(self._metadata_listener)
         self._started = True
         if self._group_id is not None:
             self._coordinator = GroupCoordinator(
                 self._client,
                 self._subs,
-                on_assignment=self._group_assigned,
-                listener=lambda: self._listener,
-                pattern=self._match_pattern,
+                on_assignment=_weak(self._group_assigned),
+                listener=_weak(self._current_listener),
+                pattern=_weak(self._match_pattern),
                 **self._group_args,
             )
             self._fetcher.committed_lookup = self._coordinator.fetch_committed
             if self._subs.topics or self._pattern is not None:
                 self._coordinator.start()
+                self._fetcher.start()
+                # As aiokafka: start() returns once the first assignment is known and
+                # the listener has seen it, so that assignment(), position() and seek()
+                # work right after it.
+                while not await self._coordinator.wait_for_assignment(0.25):
+                    # Not forever: a refused login or a fatal group error ends the wait.
+                    failure = self._client.take_auth_failure()
+                    if failure is not None:
+                        raise failure
+                    self._coordinator.polled()  # raises a fatal group error, if any
+                await self._coordinator.wait_for_listener(None)
+                self._coordinator.polled()
+                return
         elif self._subs.topics or self._pattern is not None:  # subscribe() before start()
             self._client.add_topics(self._subs.topics)
             await self._client.refresh_metadata()
@@ -375,7 +499,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         if self._fetcher is not None:
             await self._fetcher.close()
             self._fetcher.data_ready.set()
-        self._client.cluster.remove_listener(self._on_metadata)
+        self._client.cluster.remove_listener(self._metadata_listener)
         await self._client.close()
 
     async def __aenter__(self) -> AIOKafkaConsumer[KT, VT]:
@@ -388,6 +512,40 @@ class AIOKafkaConsumer(Generic[KT, VT]):
     def __del__(self, _warnings: Any = warnings) -> None:
         if getattr(self, "_started", False) and not getattr(self, "_closed", True):
             _warnings.warn(f"Unclosed AIOKafkaConsumer {self!r}", ResourceWarning, stacklevel=1)
+
+    async def _resolve_auto_rack(self) -> None:
+        """``client_rack="auto"``: ``RACKAFKA_CLIENT_RACK`` when set, else the detected
+        zone string that is a broker's rack (see :mod:`rackafka.zones`)."""
+        from rackafka.zones import CLIENT_RACK_ENV, resolve_rack
+
+        racks = [b.rack for b in self._client.cluster.brokers.values()]
+        decision = await resolve_rack(racks)
+        if decision.rack is None:
+            log.warning(
+                "client_rack='auto': %s (candidates: %s; broker racks: %s): "
+                "reading from the leaders. Set client_rack or %s to one of the racks",
+                "; ".join(decision.notes) if decision.notes else "no rack",
+                ", ".join(f"{c.value} ({c.source})" for c in decision.candidates) or "none",
+                ", ".join(decision.broker_racks) or "none",
+                CLIENT_RACK_ENV,
+            )
+        log.info("client_rack='auto' chose %r (%s)", decision.rack, decision.source)
+        self.rack_decision = decision
+        self._client_rack = decision.rack
+        self._fetcher_args["client_rack"] = decision.rack
+        self._group_args["client_rack"] = decision.rack
+
+    def _auth_failed(self, _exc: BaseException) -> None:
+        if self._fetcher is not None:
+            self._fetcher.data_ready.set()  # a waiting getmany()/getone() raises it
+
+    def __repr__(self) -> str:
+        # Never a secret: the security settings show only their kind and user name.
+        return (
+            f"<AIOKafkaConsumer bootstrap_servers={self._client.bootstrap!r} "
+            f"group_id={self._group_id!r} client_rack={self._client_rack!r} "
+            f"{self._client.security!r}>"
+        )
 
     def _check_running(self) -> Fetcher:
         if self._closed:
@@ -408,10 +566,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             IllegalStateError: the consumer has a topic subscription.
             TypeError: an element is not a :class:`TopicPartition`.
         """
-        partitions = list(partitions)
-        for tp in partitions:
-            if not isinstance(tp, TopicPartition):
-                raise TypeError(f"partitions must be TopicPartition, not {tp!r}")
+        partitions = [_as_tp(tp) for tp in partitions]
         if self._subs.topics or self._pattern is not None:
             raise IllegalStateError(
                 "Subscription to topics, partitions and pattern are mutually exclusive"
@@ -422,11 +577,11 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         if self._fetcher is not None:
             self._fetcher.on_assignment()
 
-    def assignment(self) -> set[TopicPartition]:
+    def assignment(self) -> frozenset[TopicPartition]:
         """The partitions currently assigned to this consumer."""
         if not self._manual and self._coordinator is not None and self._coordinator.leaving:
-            return set()  # unsubscribed: the group's partitions are being given back
-        return self._subs.assigned()
+            return frozenset()  # unsubscribed: the group's partitions are being given back
+        return frozenset(self._subs.assigned())
 
     def subscribe(
         self,
@@ -479,9 +634,12 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             self._update_subscribed_assignment(self._client.cluster)
             self._client.request_update()
 
-    def subscription(self) -> set[str]:
-        """The subscribed topics (those matching the pattern, if one is used)."""
-        return set(self._subs.topics)
+    def subscription(self) -> frozenset[str]:
+        """The subscribed topics (those matching the pattern, if one is used); after
+        :meth:`assign`, the topics of the assigned partitions (as aiokafka)."""
+        if self._manual:
+            return frozenset(tp.topic for tp in self._subs.assigned())
+        return frozenset(self._subs.topics)
 
     def unsubscribe(self) -> None:
         """Unsubscribe from all topics and clear all assigned partitions.
@@ -502,6 +660,9 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         if self._coordinator is not None and self._coordinator.unsubscribe():
             return  # the coordinator revokes the partitions, then leaves the group
         self._set_assignment(set())
+
+    def _current_listener(self) -> ConsumerRebalanceListener | None:
+        return self._listener
 
     def _on_metadata(self, cluster: ClusterMetadata) -> None:
         if self._coordinator is None and (self._subs.topics or self._pattern is not None):
@@ -584,9 +745,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
 
     async def _seek_to(self, partitions: tuple[TopicPartition, ...], strategy: str) -> bool:
         fetcher = self._check_running()
-        for tp in partitions:
-            if not isinstance(tp, TopicPartition):
-                raise TypeError("partitions must be TopicPartition namedtuples")
+        partitions = tuple(_as_tp(tp) for tp in partitions)
         tps = list(partitions) or list(self._subs.assigned())
         states = [self._state(tp) for tp in tps]
         fetcher.request_reset(tps, strategy)
@@ -621,27 +780,33 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             raise IllegalOperation(f"{what} requires group_id")
         return self._coordinator
 
-    async def seek_to_committed(self, *partitions: TopicPartition) -> dict[TopicPartition, int]:
+    async def seek_to_committed(
+        self, *partitions: TopicPartition
+    ) -> dict[TopicPartition, int | None]:
         """Seek to the committed offsets of ``group_id``.
 
-        Partitions without a committed offset get ``auto_offset_reset``.
+        Partitions without a committed offset keep their position (as aiokafka).
 
         Arguments:
             *partitions: the partitions; all assigned ones when none given.
 
         Returns:
-            the committed offset of each partition that has one.
+            the committed offset of each partition, ``None`` for those without one.
 
         Raises:
+            TypeError: a partition is not a :class:`TopicPartition`.
             IllegalOperation: the consumer has no ``group_id``.
             IllegalStateError: a partition is not assigned.
         """
+        # aiokafka's order: the argument types first, then the group.
+        partitions = tuple(_as_tp(tp) for tp in partitions)
         group = self._group("seek_to_committed()")
         tps = list(partitions) or sorted(self._subs.assigned())
-        for tp in tps:
-            self._state(tp)
+        not_assigned = set(tps) - self._subs.assigned()
+        if not_assigned:
+            raise IllegalStateError(f"Partitions {not_assigned} are not assigned")
         found = await group.fetch_committed(tps)
-        out = {}
+        out: dict[TopicPartition, int | None] = {}
         fetcher = self._fetcher
         assert fetcher is not None
         for tp in tps:
@@ -650,7 +815,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
                 fetcher.seek(tp, meta.offset)
                 out[tp] = meta.offset
             else:
-                fetcher.request_reset([tp], self._subs.default_reset)
+                out[tp] = None  # as aiokafka: the position stays where it is
         return out
 
     async def commit(self, offsets: Any = None) -> None:
@@ -670,24 +835,43 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             ValueError: ``offsets`` is malformed.
         """
         group = self._group("commit()")
+        if group.in_listener():
+            # Inside on_partitions_revoked (also after unsubscribe()): the partitions
+            # being given back are still this member's, as in Java.
+            assigned = frozenset(self._subs.assigned())
+        else:
+            if not self._subs.topics and self._pattern is None and not self._manual:
+                raise IllegalStateError("Not subscribed to any topics")
+            assigned = self.assignment()
+        if not assigned:
+            raise IllegalStateError("No partitions assigned")
         if offsets is None:
             to_commit = group.consumed_offsets()
         else:
-            if not isinstance(offsets, dict):
-                raise ValueError(f"offsets must be a dict, not {type(offsets).__name__}")
+            # As aiokafka: a non-empty dict, TopicPartition keys (TypeError), values an
+            # offset or an (offset, metadata) pair with a str metadata (TypeError).
+            if not offsets or not isinstance(offsets, dict):
+                raise ValueError(offsets)
             to_commit = {}
-            for tp, value in offsets.items():
-                if not isinstance(tp, TopicPartition):
-                    raise ValueError(f"offsets keys must be TopicPartition, not {tp!r}")
+            for key, value in offsets.items():
+                try:
+                    tp = _as_tp(key)
+                except TypeError:
+                    raise TypeError("Key should be TopicPartition instance") from None
                 if isinstance(value, int) and not isinstance(value, bool):
-                    meta = OffsetAndMetadata(value, "")
-                elif isinstance(value, tuple) and len(value) == 2:
-                    meta = OffsetAndMetadata(int(value[0]), str(value[1] or ""))
+                    offset, metadata = value, ""
                 else:
-                    raise ValueError(f"offset for {tp} must be an int or OffsetAndMetadata")
-                if meta.offset < 0:
-                    raise ValueError(f"offset for {tp} must be >= 0, not {meta.offset}")
-                to_commit[tp] = meta
+                    try:
+                        offset, metadata = value
+                    except Exception as exc:
+                        raise ValueError(offsets) from exc
+                    if not isinstance(metadata, str):
+                        raise TypeError("Metadata should be a string")
+                if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+                    raise ValueError(f"offset for {tp} must be an int >= 0, not {offset!r}")
+                if tp not in assigned:
+                    raise IllegalStateError(f"Partition {tp} is not assigned")
+                to_commit[tp] = OffsetAndMetadata(offset, metadata)
         if to_commit:
             await group.commit(to_commit)
 
@@ -698,8 +882,12 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             IllegalOperation: the consumer has no ``group_id``.
         """
         group = self._group("committed()")
-        meta = (await group.fetch_committed([partition])).get(partition)
-        return meta.offset if meta is not None else None
+        partition = _as_tp(partition)
+        try:
+            meta = (await group.fetch_committed([partition])).get(partition)
+        except UnknownTopicOrPartitionError:
+            return None  # as aiokafka: nothing was committed for a topic that is not there
+        return meta.offset if meta is not None and meta.offset >= 0 else None
 
     async def position(self, partition: TopicPartition) -> int:
         """The offset of the next record that will be fetched from ``partition``.
@@ -736,9 +924,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
     def pause(self, *partitions: TopicPartition) -> None:
         """Stop fetching from ``partitions`` until :meth:`resume`; buffered records are kept."""
         for tp in partitions:
-            if not isinstance(tp, TopicPartition):
-                raise TypeError("partitions must be TopicPartition namedtuples")
-            self._state(tp).paused = True
+            self._state(_as_tp(tp)).paused = True
 
     def paused(self) -> set[TopicPartition]:
         """The partitions paused by :meth:`pause`."""
@@ -746,9 +932,8 @@ class AIOKafkaConsumer(Generic[KT, VT]):
 
     def resume(self, *partitions: TopicPartition) -> None:
         """Resume fetching from ``partitions``."""
+        partitions = tuple(_as_tp(tp) for tp in partitions)
         for tp in partitions:
-            if not isinstance(tp, TopicPartition):
-                raise TypeError("partitions must be TopicPartition namedtuples")
             self._state(tp).paused = False
         if self._fetcher is not None:
             self._fetcher.wakeup()
@@ -776,12 +961,10 @@ class AIOKafkaConsumer(Generic[KT, VT]):
 
     async def _offsets(self, timestamps: dict[TopicPartition, int]) -> dict[TopicPartition, Any]:
         fetcher = self._check_running()
-        for tp in timestamps:
-            if not isinstance(tp, TopicPartition):
-                raise TypeError("partitions must be TopicPartition namedtuples")
+        timestamps = {_as_tp(tp): ts for tp, ts in timestamps.items()}
         if not timestamps:
             return {}
-        return await fetcher.list_offsets(dict(timestamps), self._request_timeout)
+        return await fetcher.list_offsets(timestamps, self._request_timeout)
 
     async def beginning_offsets(
         self, partitions: Iterable[TopicPartition]
@@ -865,15 +1048,22 @@ class AIOKafkaConsumer(Generic[KT, VT]):
                 max(0.0, deadline - time.monotonic())
             ):
                 return {}
-            fetcher.raise_pending_errors(wanted)
+            # An error raised by the last call is raised again only when no other
+            # partition has records to give (it stays until the user seeks past it).
+            fetcher.raise_pending_errors(wanted, repeat=False)
             records = fetcher.drain(wanted, max_records)
             if records:
                 return records
-            fetcher.raise_pending_errors(wanted)
+            fetcher.raise_pending_errors(wanted, repeat=False)
+            if self._closed:
+                return {}  # stopped while this call waited (as aiokafka)
             remaining = deadline - time.monotonic()
-            if remaining <= 0 or self._closed:
-                if self._closed:
-                    raise ConsumerStoppedError()
+            if fetcher.has_sticky_error(wanted):
+                # Raised by an earlier call: other partitions get retry_backoff_ms to
+                # deliver records, then it is raised again.
+                remaining = min(remaining, self._retry_backoff)
+            if remaining <= 0:
+                fetcher.raise_pending_errors(wanted)
                 return {}
             # Whatever is still buffered for these partitions is not deliverable now
             # (paused, or waiting for a position): wait for the fetcher or a resume().
@@ -881,6 +1071,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             try:
                 await asyncio.wait_for(fetcher.data_ready.wait(), remaining)
             except asyncio.TimeoutError:
+                fetcher.raise_pending_errors(wanted)
                 return {}
 
     async def getone(self, *partitions: TopicPartition) -> ConsumerRecord[KT, VT]:
@@ -894,17 +1085,25 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             self._coordinator.polled()
         wanted = set(partitions) if partitions else None
         group = self._coordinator
+        repeat = False
         while True:
             if group is not None:
                 await group.wait_for_listener(None)  # as in getmany()
-            fetcher.raise_pending_errors(wanted)
+            fetcher.raise_pending_errors(wanted, repeat=False)
             record = fetcher.next_record(wanted)
             if record is not None:
                 return record
-            fetcher.raise_pending_errors(wanted)
+            fetcher.raise_pending_errors(wanted, repeat=repeat)
             if self._closed:
                 raise ConsumerStoppedError()
             fetcher.data_ready.clear()
+            if fetcher.has_sticky_error(wanted):
+                # Raised by an earlier call: other partitions get retry_backoff_ms to
+                # deliver records, then it is raised again.
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(fetcher.data_ready.wait(), self._retry_backoff)
+                repeat = True
+                continue
             await fetcher.data_ready.wait()
             if self._closed:
                 raise ConsumerStoppedError()
@@ -936,3 +1135,8 @@ class AIOKafkaConsumer(Generic[KT, VT]):
     def client_rack(self) -> str | None:
         """The rack this consumer fetches for."""
         return self._client_rack
+
+    @property
+    def client_id(self) -> str:
+        """The ``client_id`` sent in every request (a label of :mod:`rackafka.metrics`)."""
+        return str(self._client.client_id)

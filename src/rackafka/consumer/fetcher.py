@@ -46,11 +46,15 @@ from rackafka.consumer.subscription import (
 from rackafka.errors import (
     CorruptRecordException,
     KafkaError,
+    KafkaProtocolError,
     KafkaTimeoutError,
     NoOffsetForPartitionError,
     OffsetOutOfRangeError,
+    RecordDeserializationError,
     UnsupportedVersionError,
     for_code,
+    is_invalid_metadata,
+    is_retriable,
 )
 from rackafka.protocol.apis.fetch import FETCH
 from rackafka.protocol.apis.list_offsets import LIST_OFFSETS
@@ -68,6 +72,13 @@ _RACK_AWARE_FETCH_VERSION = 11
 _TOPIC_ID_FETCH_VERSION = 13
 _NOT_LEADER_OR_FOLLOWER = 6
 _COMMITTED_LOOKUP = -100  # key of the committed-offsets lookup among the per-leader lookups
+_MIN_BATCH_LENGTH = 14  # the smallest batch after its length field (a v0 message)
+#: Fetches in a row that may return only an incomplete batch before it is corrupt.
+_INCOMPLETE_FETCHES = 3
+#: A compressed batch may inflate to this many times the larger of ``fetch_max_bytes``
+#: and ``max_partition_fetch_bytes`` (and to MIN_DECOMPRESSED_LIMIT in any case).
+DECOMPRESSED_LIMIT_FACTOR = 2
+MIN_DECOMPRESSED_LIMIT = 64 * 1024 * 1024
 
 
 @dataclass
@@ -142,6 +153,7 @@ class _Buffered:
         "aborted",
         "aborted_pids",
         "batches",
+        "failure",
         "node",
         "pending",
         "pending_next",
@@ -157,12 +169,17 @@ class _Buffered:
         data: bytes,
         aborted: list[tuple[int, int]] | None,
         check_crcs: bool,
+        max_decompressed_size: int,
     ) -> None:
         self.tp = tp
         self.node = node
         self.size = len(data)
         self.batches: Iterator[Any] | None = iter_batches(
-            data, check_crcs=check_crcs, topic=tp.topic, partition=tp.partition
+            data,
+            check_crcs=check_crcs,
+            topic=tp.topic,
+            partition=tp.partition,
+            max_decompressed_size=max_decompressed_size,
         )
         # (first_offset, producer_id), ascending, for read_committed.
         self.aborted: deque[tuple[int, int]] | None = (
@@ -172,6 +189,8 @@ class _Buffered:
         self.pending: list[Any] = []
         self.pending_pos = 0
         self.pending_next = -1
+        #: An error to record for the partition once ``pending`` is handed out.
+        self.failure: Exception | None = None
 
 
 @dataclass
@@ -182,6 +201,9 @@ class _InFlight:
     offsets: dict[TopicPartition, int]
     topic_names: dict[Any, str]
     sent_at: float
+    #: A sessionless fetch on the "seek" channel, for partitions seeked while the
+    #: broker held their fetch (see :meth:`Fetcher.seek`).
+    side: bool = False
 
 
 class Fetcher:
@@ -220,15 +242,21 @@ class Fetcher:
         self._idle = consumer_timeout_ms / 1000
         self._key_deser = key_deserializer
         self._value_deser = value_deserializer
+        self._backoff_max = max(self._backoff * 10, 1.0)
         self.policy: ReadReplicaPolicy[TopicPartition] = ReadReplicaPolicy(
             lease_s=metadata_max_age_ms / 1000,
             backoff_s=self._backoff,
-            max_backoff_s=max(self._backoff * 10, 1.0),
+            max_backoff_s=self._backoff_max,
         )
         self._sessions: dict[int, FetchSession[TopicPartition]] = {}
         self._inflight: dict[int, _InFlight] = {}
         self._inflight_tps: set[TopicPartition] = set()
-        self._connecting: dict[int, asyncio.Task[Any]] = {}
+        #: Partitions seeked while a fetch of theirs was in flight, and the side fetches
+        #: sent for them (so that a seek does not wait for a long poll to end).
+        self._seeked: set[TopicPartition] = set()
+        self._side: dict[int, _InFlight] = {}
+        self._side_tps: set[TopicPartition] = set()
+        self._connecting: dict[int | tuple[int, str], asyncio.Task[Any]] = {}
         self._lookups: dict[int, asyncio.Task[None]] = {}
         self._lookup_tps: set[TopicPartition] = set()
         self._buffered: deque[_Buffered] = deque()
@@ -237,6 +265,21 @@ class Fetcher:
         self._tp_bytes: dict[TopicPartition, int] = {}
         self._buffered_bytes = 0
         self._node_backoff_until: dict[int, float] = {}
+        #: Offset lookups in a row that failed, per leader.
+        self._lookup_failures: dict[int, int] = {}
+        #: A partition whose fetch failed is not fetched (or reset) again before this time;
+        #: errors in a row double the pause (see :meth:`_partition_backoff`).
+        self._tp_retry_at: dict[TopicPartition, float] = {}
+        self._tp_error_streak: dict[TopicPartition, int] = {}
+        #: No fetch to a node before this time (it answered without data, at once).
+        self._node_pace_until: dict[int, float] = {}
+        #: Consecutive fetches of a partition that gave only an incomplete batch.
+        self._incomplete: dict[TopicPartition, tuple[int, int]] = {}
+        #: A compressed batch may inflate to this many bytes at most.
+        self._max_decompressed = max(
+            MIN_DECOMPRESSED_LIMIT,
+            DECOMPRESSED_LIMIT_FACTOR * max(fetch_max_bytes, max_partition_fetch_bytes),
+        )
         self._fetch_versions: dict[int, int] = {}
         self._leader_epochs: dict[TopicPartition, int] = {}
         self._stats = FetchStats(client_rack)
@@ -250,6 +293,8 @@ class Fetcher:
         #: Looks up committed offsets (set by the consumer when it has a group_id).
         self.committed_lookup: Callable[[list[TopicPartition]], Awaitable[Any]] | None = None
         self._errors_pending = False
+        #: The sticky error raised last (see :meth:`raise_pending_errors`).
+        self._last_raised: BaseException | None = None
         self.data_ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closed = False
@@ -273,9 +318,10 @@ class Fetcher:
         for t in tasks:
             with contextlib.suppress(BaseException):
                 await t
-        for entry in self._inflight.values():
+        for entry in [*self._inflight.values(), *self._side.values()]:
             entry.future.cancel()
         self._inflight.clear()
+        self._side.clear()
 
     def wakeup(self) -> None:
         """Make the fetch loop look at the assignment again now."""
@@ -289,6 +335,9 @@ class Fetcher:
             return
         state.set_position(offset)
         state.awaiting_validation = False
+        self._tp_retry_at.pop(tp, None)  # the user moved: try at once
+        if tp in self._inflight_tps:
+            self._seeked.add(tp)
         self._drop_buffered(tp)
         self.wakeup()
 
@@ -410,26 +459,65 @@ class Fetcher:
             return True
         return any(tp in self._tp_bytes for tp in partitions)
 
-    def _fail(self, state: PartitionState, error: BaseException) -> None:
-        """Record an error to raise to the user on the next poll of the partition."""
+    def _fail(self, state: PartitionState, error: BaseException, *, sticky: bool = False) -> None:
+        """Record an error to raise to the user on the next poll of the partition.
+
+        A ``sticky`` error (bad record data at the position) is raised on every poll
+        until the position changes (seek, reset, reassignment); the partition is not
+        fetched meanwhile.
+        """
         state.error = error
+        state.error_sticky = sticky
         self._errors_pending = True
         self.data_ready.set()  # wake a waiting getmany()/getone() to raise it now
 
-    def raise_pending_errors(self, partitions: set[TopicPartition] | None = None) -> None:
-        """Raise an error recorded for a partition (reset "none", fatal errors)."""
+    def raise_pending_errors(
+        self, partitions: set[TopicPartition] | None = None, *, repeat: bool = True
+    ) -> None:
+        """Raise an error recorded for a partition, or the fetch loop's own failure.
+
+        An authentication failure of a connection (SASL, TLS) is raised once; the
+        client keeps trying after ``reconnect_backoff_ms``.  A sticky error (bad record
+        data at the position) stays until the position changes.  With ``repeat=False``
+        the sticky error raised last is not raised again
+        (so that other partitions' records can be delivered in between); call with
+        ``repeat=True`` when there is nothing else to give.
+        """
+        task = self._task
+        if task is not None and task.done() and not task.cancelled():
+            exc = task.exception()
+            if exc is not None:
+                raise exc
+        auth_failure = self._client.take_auth_failure()
+        if auth_failure is not None:
+            raise auth_failure  # as Java's poll(): raised once, the client retries later
         if not self._errors_pending:
             return
         found = False
         for state in self._subs.states():
-            if state.error is not None:
+            error = state.error
+            if error is not None:
                 found = True
                 if partitions is None or state.tp in partitions:
+                    if state.error_sticky:
+                        if not repeat and error is self._last_raised:
+                            continue
+                        self._last_raised = error
+                        raise error
                     # As aiokafka: the partition is fetched again, so the error comes
                     # back on the next poll until the user seeks somewhere valid.
-                    error, state.error = state.error, None
+                    state.error = None
                     raise error
         self._errors_pending = found
+
+    def has_sticky_error(self, partitions: set[TopicPartition] | None = None) -> bool:
+        """Whether a partition of ``partitions`` holds an error raised before."""
+        if not self._errors_pending:
+            return False
+        return any(
+            s.error is not None and s.error_sticky and (partitions is None or s.tp in partitions)
+            for s in self._subs.states()
+        )
 
     def next_record(self, partitions: set[TopicPartition] | None) -> Any:
         """One record for :meth:`AIOKafkaConsumer.getone`, or ``None``.
@@ -535,6 +623,7 @@ class Fetcher:
                 and self._buffered[0] is buf
                 and buf.pending_pos >= len(buf.pending)
                 and buf.batches is None
+                and buf.failure is None
             ):
                 self._pop_buffer()
         self._requeue(skipped)
@@ -559,7 +648,13 @@ class Fetcher:
         self.wakeup()
 
     def _take(self, buf: _Buffered, state: PartitionState, budget: int) -> list[Any]:
-        """Records of ``buf`` from the partition's position, at most ``budget``."""
+        """Records of ``buf`` from the partition's position, at most ``budget``.
+
+        A batch that cannot be decoded, or a record a deserializer rejects, ends the
+        buffer: the records before it are handed out first, then the error is recorded
+        for the partition with the position at the failing batch or record.  Nothing
+        after it is delivered or skipped.
+        """
         taken: list[Any] = []
         position = state.position
         assert position is not None
@@ -578,8 +673,17 @@ class Fetcher:
                 position = max(position, buf.pending_next)
                 if len(taken) >= budget:
                     break
+            if buf.failure is not None:
+                # Never skipped: the position stays at the failing batch or record and
+                # the error is raised on every poll until the user seeks past it.
+                self._fail(state, buf.failure, sticky=True)
+                buf.failure = None
+                state.position = position
+                state.fetch_position = position
+                return taken
             if buf.batches is None:
                 break
+            batch = None
             try:
                 batch = next(buf.batches, None)
                 if batch is None:
@@ -592,17 +696,9 @@ class Fetcher:
                     position = next_offset
                     continue
                 records = batch.records(self._factory(buf.tp))
-            except CorruptRecordException as exc:
-                # Never skipped: the position stays at the corrupt batch and
-                # the error is raised on the next poll (after the records
-                # taken before it), and again until the user seeks past it.
-                buf.batches = None
-                buf.pending = []
-                buf.pending_pos = 0
-                self._fail(state, exc)
-                state.position = position
-                state.fetch_position = position
-                return taken
+            except Exception as exc:
+                self._failed_batch(buf, batch, position, exc)
+                continue
             if records and self._offset_of(records[0]) < position:
                 offset_of = self._offset_of
                 records = [r for r in records if offset_of(r) >= position]
@@ -615,6 +711,49 @@ class Fetcher:
                 position = next_offset
         state.position = position
         return taken
+
+    def _failed_batch(self, buf: _Buffered, batch: Any, position: int, exc: Exception) -> None:
+        """Decoding ``batch`` raised ``exc``: keep what precedes the failure, then fail.
+
+        When the records decode without the deserializers, it was a deserializer that
+        raised: the records before the failing one are kept (KIP-334) and the error
+        names the failing record.  Anything else fails at the batch.
+        """
+        remaining = buf.batches
+        buf.batches = None
+        buf.pending = []
+        buf.pending_pos = 0
+        buf.pending_next = position
+        buf.failure = exc
+        factory = self._factory(buf.tp)
+        if batch is None or factory is None or isinstance(exc, KafkaError):
+            return
+        try:
+            raw = batch.records(None)
+        except Exception as decode_exc:
+            buf.failure = decode_exc
+            return
+        good: list[Any] = []
+        for values in raw:
+            offset = values[0]
+            if offset < position:
+                continue
+            try:
+                good.append(factory(*values))
+            except Exception as deser_exc:
+                error = RecordDeserializationError(
+                    buf.tp, offset, f"{type(deser_exc).__name__}: {deser_exc}"
+                )
+                error.__cause__ = deser_exc
+                buf.failure = error
+                buf.pending = good
+                buf.pending_next = offset
+                return
+        # Only records before the position failed (a seek into the batch): go on.
+        buf.failure = None
+        buf.batches = remaining
+        buf.pending = good
+        buf.pending_next = batch.next_offset
 
     def _skip_batch(self, buf: _Buffered, batch: Any) -> bool:
         """Control batches and, under read_committed, aborted transactions."""
@@ -643,6 +782,7 @@ class Fetcher:
                 if self._buffered_bytes < self._max_bytes:
                     deadline = min(deadline, self._send_fetches(now))
                 waiters: set[asyncio.Future[Any]] = {e.future for e in self._inflight.values()}
+                waiters.update(e.future for e in self._side.values())
                 waiters.update(self._connecting.values())
                 waiters.update(self._lookups.values())
                 if wakeup_task is None or wakeup_task.done():
@@ -654,8 +794,10 @@ class Fetcher:
                 self._handle_done()
         except asyncio.CancelledError:
             raise
-        except Exception:  # pragma: no cover - a bug here must be loud, not a silent stall
+        except Exception:
+            # A bug here must be loud, not a silent stall: getmany()/getone() raise it.
             log.exception("fetch loop failed")
+            self.data_ready.set()
             raise
         finally:
             if wakeup_task is not None:
@@ -671,6 +813,12 @@ class Fetcher:
             if entry.future.done():
                 del self._inflight[node]
                 self._inflight_tps.difference_update(entry.offsets)
+                self._seeked.difference_update(entry.offsets)
+                self._handle_fetch(entry)
+        for node, entry in list(self._side.items()):
+            if entry.future.done():
+                del self._side[node]
+                self._side_tps.difference_update(entry.offsets)
                 self._handle_fetch(entry)
 
     # -- offset lookups (resets and KIP-320 validation), always to the leader ------------
@@ -682,7 +830,11 @@ class Fetcher:
         committed: list[TopicPartition] = []
         for state in self._subs.states():
             tp = state.tp
-            if tp in self._lookup_tps:
+            if tp in self._lookup_tps or (state.error is not None and state.reset != NONE):
+                continue  # looked up now, or an error to raise first
+            retry_at = self._tp_retry_at.get(tp, 0.0)
+            if retry_at > now:
+                deadline = min(deadline, retry_at)
                 continue
             if state.reset == COMMITTED:
                 if self.committed_lookup is None:
@@ -756,26 +908,54 @@ class Fetcher:
             self._lookup_done(_COMMITTED_LOOKUP, tps)
 
     async def _reset(self, leader: int, tps: dict[TopicPartition, str]) -> None:
+        done = 0
         try:
             timestamps = {tp: RESET_TIMESTAMPS[s] for tp, s in tps.items()}
-            results = await self.list_offsets_from(leader, timestamps)
-            if len(results) < len(tps):
-                self._node_backoff_until[leader] = time.monotonic() + self._backoff
+            failed: dict[TopicPartition, KafkaError] = {}
+            results = await self.list_offsets_from(leader, timestamps, errors=failed)
             for tp, (offset, _ts, epoch) in results.items():
                 state = self._subs.state(tp)
                 if state is None or state.reset != tps[tp]:
                     continue  # unassigned or reset/seeked again meanwhile
                 if offset < 0:
+                    log.warning(
+                        "%s-%d: ListOffsets from node %d gave offset %d; retrying",
+                        tp.topic,
+                        tp.partition,
+                        leader,
+                        offset,
+                    )
                     continue
                 log.debug("reset %s-%d to offset %d (%s)", tp.topic, tp.partition, offset, tps[tp])
                 state.set_position(offset, -1)
                 state.validated_epoch = epoch
+                done += 1
+            for tp, error in failed.items():
+                state = self._subs.state(tp)
+                if state is not None and state.reset == tps[tp] and state.error is None:
+                    self._fail(state, error)  # raised by the next poll, then retried
         except KafkaError as exc:
             log.debug("offset reset via node %d failed: %s", leader, exc)
-            self._node_backoff_until[leader] = time.monotonic() + self._backoff
+            if not _retriable(exc):
+                for tp in tps:
+                    state = self._subs.state(tp)
+                    if state is not None and state.reset == tps[tp] and state.error is None:
+                        self._fail(state, exc)
             self._client.request_update()
         finally:
+            self._lookup_failed(leader, done < len(tps))
             self._lookup_done(leader, tps)
+
+    def _lookup_failed(self, leader: int, failed: bool) -> None:
+        """Back off from ``leader`` after a lookup that did not give every answer,
+        doubling on failures in a row (as the routing policy does)."""
+        if not failed:
+            self._lookup_failures.pop(leader, None)
+            return
+        n = self._lookup_failures.get(leader, 0)
+        self._lookup_failures[leader] = n + 1
+        delay = min(self._backoff * 2**n, self._backoff_max)
+        self._node_backoff_until[leader] = time.monotonic() + delay
 
     async def _validate(self, leader: int, states: list[PartitionState]) -> None:
         """KIP-320: check positions against the leader's log after a leader change."""
@@ -810,9 +990,9 @@ class Fetcher:
                         continue
                     if p.error_code:
                         err = for_code(p.error_code)
-                        if err.invalid_metadata:
+                        if is_invalid_metadata(err):
                             self._client.request_update()
-                        if err.retriable or err.invalid_metadata:
+                        if is_retriable(err) or is_invalid_metadata(err):
                             self._node_backoff_until[leader] = time.monotonic() + self._backoff
                         else:
                             state.awaiting_validation = False  # cannot validate: go on
@@ -843,12 +1023,17 @@ class Fetcher:
             self._lookup_done(leader, tps)
 
     async def list_offsets_from(
-        self, leader: int, timestamps: dict[TopicPartition, int]
+        self,
+        leader: int,
+        timestamps: dict[TopicPartition, int],
+        *,
+        errors: dict[TopicPartition, KafkaError] | None = None,
     ) -> dict[TopicPartition, tuple[int, int, int]]:
         """ListOffsets to one leader: ``tp -> (offset, timestamp, leader_epoch)``.
 
         Partitions with a retriable error are left out of the result (the
-        caller retries); a non-retriable one raises.
+        caller retries); a non-retriable one raises, or goes into ``errors``
+        when it is given.
         """
         version = await self._client.api_version(leader, LIST_OFFSETS)
         topics: dict[str, list[dict[str, int]]] = {}
@@ -873,10 +1058,14 @@ class Fetcher:
                 tp = TopicPartition(t.name, p.partition_index)
                 if p.error_code:
                     err = for_code(p.error_code)
-                    if err.invalid_metadata or err.retriable:
+                    if is_invalid_metadata(err) or is_retriable(err):
                         self._client.request_update()
                         continue
-                    raise err(f"ListOffsets for {tp.topic}-{tp.partition}")
+                    error = err(f"ListOffsets for {tp.topic}-{tp.partition} from node {leader}")
+                    if errors is None:
+                        raise error
+                    errors[tp] = error
+                    continue
                 out[tp] = (p.offset, p.timestamp, p.leader_epoch)
         return out
 
@@ -897,15 +1086,21 @@ class Fetcher:
                     missing = True
                 else:
                     by_leader.setdefault(leader, {})[tp] = ts
-            results = await asyncio.gather(
-                *(self.list_offsets_from(n, tps) for n, tps in by_leader.items()),
-                return_exceptions=True,
-            )
+            try:
+                results = await asyncio.wait_for(
+                    asyncio.gather(
+                        *(self.list_offsets_from(n, tps) for n, tps in by_leader.items()),
+                        return_exceptions=True,
+                    ),
+                    max(0.01, deadline - time.monotonic()),
+                )
+            except asyncio.TimeoutError:
+                raise KafkaTimeoutError(
+                    f"offsets of {sorted(remaining)} not found within {timeout:.3g} s"
+                ) from None
             for res in results:
                 if isinstance(res, BaseException):
-                    if isinstance(res, KafkaError) and (
-                        res.retriable or res.invalid_metadata or _is_connection_error(res)
-                    ):
+                    if isinstance(res, KafkaError) and _retriable(res):
                         continue
                     raise res
                 out.update(res)
@@ -918,11 +1113,12 @@ class Fetcher:
                     f"offsets of {sorted(remaining)} not found within {timeout:.3g} s"
                 )
             if missing or results:
-                with contextlib.suppress(KafkaError):
+                # The deadline is checked above: a refresh cut short is just retried.
+                with contextlib.suppress(KafkaError, asyncio.TimeoutError):
                     await asyncio.wait_for(
                         self._client.refresh_metadata(), max(0.01, deadline - time.monotonic())
                     )
-            await asyncio.sleep(self._backoff)
+            await asyncio.sleep(max(0.0, min(self._backoff, deadline - time.monotonic())))
         return out
 
     # -- fetch requests --------------------------------------------------------------
@@ -930,18 +1126,31 @@ class Fetcher:
     def _send_fetches(self, now: float) -> float:
         deadline = now + self._idle
         by_node: dict[int, list[PartitionState]] = {}
+        side_by_node: dict[int, list[PartitionState]] = {}
         cluster = self._cluster
         node_known = self._node_known
         backing_off = self._node_backing_off
         for state in self._subs.states():
             tp = state.tp
+            side = False
+            if tp in self._inflight_tps:
+                # Seeked while the broker holds its fetch (a long poll): fetch the new
+                # position on the side instead of waiting for the poll to end.
+                if tp not in self._seeked or tp in self._side_tps:
+                    continue
+                side = True
             if (
                 not state.is_fetchable
                 or self._tp_bytes.get(tp, 0) >= self._partition_max_bytes
-                or tp in self._inflight_tps
                 or tp in self._lookup_tps
             ):
                 continue
+            if tp in self._tp_retry_at:
+                retry_at = self._tp_retry_at[tp]
+                if retry_at > now:
+                    deadline = min(deadline, retry_at)
+                    continue
+                del self._tp_retry_at[tp]
             leader = cluster.leader_for(tp)
             route = self.policy.select(
                 tp, leader, now, node_known=node_known, node_backing_off=backing_off
@@ -953,9 +1162,26 @@ class Fetcher:
                 if route.retry_at is not None:
                     deadline = min(deadline, route.retry_at)
                 continue
-            by_node.setdefault(route.node, []).append(state)
+            (side_by_node if side else by_node).setdefault(route.node, []).append(state)
+        for node, states in side_by_node.items():
+            if node in self._side:
+                continue
+            conn = self._client.connection_if_ready(node, channel="seek")
+            if conn is None:
+                if (node, "seek") not in self._connecting:
+                    self._connecting[(node, "seek")] = asyncio.ensure_future(
+                        self._connect(node, "seek")
+                    )
+                continue
+            with contextlib.suppress(KafkaError):  # the regular fetch comes anyway
+                self._send_fetch(node, conn, states, side=True)
+                self._seeked.difference_update(s.tp for s in states)
         for node, states in by_node.items():
             if node in self._inflight:
+                continue
+            pace = self._node_pace_until.get(node, 0.0)
+            if pace > now:
+                deadline = min(deadline, pace)
                 continue
             conn = self._client.connection_if_ready(node)
             if conn is None:
@@ -964,6 +1190,12 @@ class Fetcher:
                 continue
             try:
                 self._send_fetch(node, conn, states)
+            except UnsupportedVersionError as exc:
+                # No Fetch version in common: retrying cannot help, the user must know.
+                self._node_failed(node, exc)
+                for state in states:
+                    if state.error is None:
+                        self._fail(state, exc)
             except KafkaError as exc:
                 self._node_failed(node, exc)
         return deadline
@@ -976,18 +1208,22 @@ class Fetcher:
             node, 0
         ) > time.monotonic() or self._client.is_backing_off(node)
 
-    async def _connect(self, node: int) -> None:
+    async def _connect(self, node: int, channel: str = "") -> None:
         try:
-            await self._client.connect(node)
+            await self._client.connect(node, channel=channel)
         except KafkaError as exc:
-            self._node_failed(node, exc)
+            if not channel:
+                self._node_failed(node, exc)
         finally:
-            self._connecting.pop(node, None)
+            self._connecting.pop((node, channel) if channel else node, None)
             self.wakeup()
 
     def _node_failed(self, node: int, exc: BaseException) -> None:
         now = time.monotonic()
-        log.debug("fetch from node %d failed: %s", node, exc)
+        # A broker that answers what cannot be decoded is worth a warning; the rest
+        # (connections coming and going) is routine and retried.
+        level = logging.WARNING if isinstance(exc, KafkaProtocolError) else logging.DEBUG
+        log.log(level, "fetch from node %d failed: %s", node, exc)
         self._node_backoff_until[node] = now + self._backoff
         for change in self.policy.on_node_failure(node, now):
             self._log_change(change)
@@ -996,7 +1232,9 @@ class Fetcher:
             session.handle_failure()
         self._client.request_update()
 
-    def _send_fetch(self, node: int, conn: Any, states: list[PartitionState]) -> None:
+    def _send_fetch(
+        self, node: int, conn: Any, states: list[PartitionState], *, side: bool = False
+    ) -> None:
         version = conn.version(FETCH)
         if version < _RACK_AWARE_FETCH_VERSION and self.policy.note_old_broker(node):
             # Only worth a warning for a consumer that asked for rack-aware reads.
@@ -1025,8 +1263,12 @@ class Fetcher:
                 s.position_epoch,
                 self._partition_max_bytes,
             )
-        session = self._sessions.get(node)
-        if session is None:
+        session: FetchSession[TopicPartition]
+        if side:
+            session = FetchSession(node)  # a full fetch outside the broker's session
+        elif node in self._sessions:
+            session = self._sessions[node]
+        else:
             session = self._sessions[node] = FetchSession(node)
         plan = session.build(wanted)
         use_ids = version >= _TOPIC_ID_FETCH_VERSION
@@ -1063,8 +1305,8 @@ class Fetcher:
             min_bytes=self._min_bytes,
             max_bytes=self._max_bytes,
             isolation_level=self._isolation,
-            session_id=plan.session_id,
-            session_epoch=plan.epoch,
+            session_id=0 if side else plan.session_id,
+            session_epoch=-1 if side else plan.epoch,
             topics=[
                 {"topic": t, "topic_id": topic_ids.get(t, UUID_ZERO), "partitions": p}
                 for t, p in topics.items()
@@ -1079,8 +1321,13 @@ class Fetcher:
         self._count(node).requests += 1
         offsets = {tp: ps.fetch_offset for tp, ps in wanted.items()}
         names = {tid: name for name, tid in topic_ids.items()}
-        self._inflight[node] = _InFlight(node, fut, version, offsets, names, time.monotonic())
-        self._inflight_tps.update(offsets)
+        entry = _InFlight(node, fut, version, offsets, names, time.monotonic(), side)
+        if side:
+            self._side[node] = entry
+            self._side_tps.update(offsets)
+        else:
+            self._inflight[node] = entry
+            self._inflight_tps.update(offsets)
         self._fetch_versions[node] = version
         timeout = conn.request_timeout + self._max_wait_ms / 1000
         timer = asyncio.get_running_loop().call_later(timeout, _expire, fut, conn, node, timeout)
@@ -1090,7 +1337,7 @@ class Fetcher:
 
     def _handle_fetch(self, entry: _InFlight) -> None:
         node = entry.node
-        session = self._sessions.get(node)
+        session = None if entry.side else self._sessions.get(node)
         try:
             response = entry.future.result()
         except asyncio.CancelledError:
@@ -1120,6 +1367,7 @@ class Fetcher:
         wall_ms = int(time.time() * 1000)
         counters = self._count(node)
         got_data = False
+        errors = False
         for topic in response.responses:
             name = topic.topic or entry.topic_names.get(topic.topic_id)
             if not name:
@@ -1131,6 +1379,7 @@ class Fetcher:
                 if state is None or sent_offset is None or state.fetch_position != sent_offset:
                     continue  # unassigned, not asked, or seeked since: stale
                 if p.error_code:
+                    errors = True
                     self._partition_error(tp, state, node, p, now)
                     continue
                 if p.high_watermark >= 0:
@@ -1153,7 +1402,12 @@ class Fetcher:
                     counters.bytes += len(records)
                     end = next_offset_after(records)
                     if end is None:
-                        continue  # only a truncated batch: fetch it again, bigger or later
+                        # No complete batch: a batch cut by the response size limit is
+                        # fetched again; one that never arrives whole is an error.
+                        self._incomplete_batch(tp, state, node, sent_offset, records)
+                        continue
+                    self._incomplete.pop(tp, None)
+                    self._tp_error_streak.pop(tp, None)
                     if end > sent_offset:
                         state.fetch_position = end
                     aborted = None
@@ -1161,13 +1415,59 @@ class Fetcher:
                         aborted = [
                             (a.first_offset, a.producer_id) for a in (p.aborted_transactions or [])
                         ]
-                    buf = _Buffered(tp, node, records, aborted, self._check_crcs)
-                    self._buffered.append(buf)
-                    self._tp_bytes[tp] = self._tp_bytes.get(tp, 0) + buf.size
-                    self._buffered_bytes += buf.size
+                    self._buffer(
+                        _Buffered(
+                            tp, node, records, aborted, self._check_crcs, self._max_decompressed
+                        )
+                    )
                     got_data = True
         if got_data:
             self.data_ready.set()
+        elif not errors and now - entry.sent_at < self._backoff and not _has_records(response):
+            # Nothing fetched and nothing wrong, yet answered at once: a broker that does
+            # not wait for data (or keeps redirecting to itself).  Do not ask it again
+            # before retry_backoff_ms, or the loop would spin.
+            self._node_pace_until[node] = entry.sent_at + self._backoff
+
+    def _buffer(self, buf: _Buffered) -> None:
+        self._buffered.append(buf)
+        self._tp_bytes[buf.tp] = self._tp_bytes.get(buf.tp, 0) + buf.size
+        self._buffered_bytes += buf.size
+
+    def _incomplete_batch(
+        self, tp: TopicPartition, state: PartitionState, node: int, offset: int, records: bytes
+    ) -> None:
+        """A fetch at ``offset`` returned record data without one complete batch.
+
+        A broker cuts the batches of a partition when the response reaches its size
+        limit, and serves the first one whole when it is asked again; a batch whose size
+        is impossible, or that stays incomplete, is corrupt: the error is raised in turn,
+        after the records before it.
+        """
+        length = int.from_bytes(records[8:12], "big", signed=True) if len(records) >= 12 else 0
+        seen_offset, count = self._incomplete.get(tp, (offset, 0))
+        count = count + 1 if seen_offset == offset else 1
+        self._incomplete[tp] = (offset, count)
+        if len(records) >= 12 and length < _MIN_BATCH_LENGTH:
+            reason = f"record batch size {length} is impossible"
+        elif count >= _INCOMPLETE_FETCHES:
+            reason = (
+                f"{count} fetches returned only an incomplete batch ({len(records)} of "
+                f"{length + 12} bytes)"
+            )
+        else:
+            self._node_pace_until[node] = time.monotonic() + self._backoff / 4
+            return
+        self._incomplete.pop(tp, None)
+        state.fetch_position = offset
+        buf = _Buffered(tp, node, b"", None, self._check_crcs, self._max_decompressed)
+        buf.batches = None
+        buf.pending_next = offset
+        buf.failure = CorruptRecordException(
+            f"{tp.topic}-{tp.partition} at offset {offset}: {reason}"
+        )
+        self._buffer(buf)
+        self.data_ready.set()
 
     def _truncated(self, tp: TopicPartition, state: PartitionState, epoch: int, end: int) -> None:
         position = state.position
@@ -1190,6 +1490,7 @@ class Fetcher:
     ) -> None:
         code = p.error_code
         new_leader = None
+        responder_is_leader = node == self._cluster.leader_for(tp)
         if code == _NOT_LEADER_OR_FOLLOWER:
             current = p.current_leader
             # KIP-951: move the partition now, no metadata round trip.
@@ -1242,12 +1543,34 @@ class Fetcher:
                 node,
                 state.position,
             )
+        if responder_is_leader or outcome.action is not FetchErrorAction.REFETCH_FROM_LEADER:
+            # The same answer again right away would spin: wait, longer on each repeat.
+            self._partition_backoff(tp, now)
+
+    def _partition_backoff(self, tp: TopicPartition, now: float) -> None:
+        n = self._tp_error_streak.get(tp, 0)
+        self._tp_error_streak[tp] = n + 1
+        self._tp_retry_at[tp] = now + min(self._backoff * 2**n, self._backoff_max)
 
 
 def _expire(fut: asyncio.Future[Any], conn: Any, node: int, timeout: float) -> None:
     """A fetch got no answer in time: the connection is stuck, close it."""
     if not fut.done():
         conn.close(KafkaTimeoutError(f"fetch from node {node} got no response in {timeout:.3g} s"))
+
+
+def _has_records(response: Any) -> bool:
+    return any(p.records for t in response.responses for p in t.partitions)
+
+
+def _retriable(exc: KafkaError) -> bool:
+    """Whether trying again may help: retriable codes, connections, timeouts."""
+    return bool(
+        is_retriable(exc)
+        or is_invalid_metadata(exc)
+        or isinstance(exc, KafkaTimeoutError)
+        or _is_connection_error(exc)
+    )
 
 
 def _is_connection_error(exc: BaseException) -> bool:

@@ -6,8 +6,8 @@ it questions about cluster state through callbacks.  Everything it decides comes
 (:class:`Route`, :class:`ErrorOutcome`, :class:`RoutingChange`) that the fetcher acts on, logs (one
 DEBUG line per :class:`RoutingChange`) and counts.
 
-The numbered rules quoted in the docstrings are those of "What the consumer must do" in
-``notes/rack-aware-fetching.md``:
+The numbered rules quoted in the docstrings (the consumer's duties under KIP-392, as
+docs/rack-awareness.rst explains them) are:
 
 * Rule 2: a ``preferred_read_replica >= 0`` is cached per partition with a lease of
   ``metadata_max_age_ms``; the lease starts when the replica *changes*; ``-1`` changes nothing.

@@ -38,6 +38,8 @@ class PartitionState:
     last_poll_timestamp: int | None = None
     #: An error to raise to the user on the next poll (e.g. reset "none").
     error: BaseException | None = None
+    #: ``error`` stays until the position changes (bad record data at the position).
+    error_sticky: bool = False
     #: Position must be checked against the leader's log (KIP-320) before fetching.
     awaiting_validation: bool = False
     #: Leader epoch this position was last validated against.
@@ -51,9 +53,13 @@ class PartitionState:
         self.position_epoch = epoch
         self.reset = None
         self.error = None
+        self.error_sticky = False
         self.position_known.set()
 
     def request_reset(self, strategy: str) -> None:
+        if self.error_sticky:
+            self.error = None
+            self.error_sticky = False
         self.reset = strategy
         self.position = None
         self.fetch_position = None

@@ -32,21 +32,24 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import random
 import time
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from rackafka.client import KafkaClient
-from rackafka.cluster import Broker, ClusterMetadata
+from rackafka.cluster import ClusterMetadata
 from rackafka.consumer.subscription import SubscriptionState
 from rackafka.errors import (
+    BrokerResponseError,
     CommitFailedError,
     IllegalStateError,
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
     for_code,
+    is_retriable,
 )
 from rackafka.protocol.apis.consumer_protocol import (
     decode_assignment,
@@ -54,7 +57,6 @@ from rackafka.protocol.apis.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
-from rackafka.protocol.apis.find_coordinator import FIND_COORDINATOR
 from rackafka.protocol.apis.heartbeat import HEARTBEAT
 from rackafka.protocol.apis.join_group import JOIN_GROUP
 from rackafka.protocol.apis.leave_group import LEAVE_GROUP
@@ -280,6 +282,10 @@ class GroupCoordinator:
             return False
         return True
 
+    def in_listener(self) -> bool:
+        """Whether the caller runs inside a rebalance listener called by this coordinator."""
+        return self._task is not None and asyncio.current_task() is self._task
+
     def _idle(self) -> bool:
         return self._listener_idle.is_set() and self._leave_done.is_set()
 
@@ -297,7 +303,7 @@ class GroupCoordinator:
         finally:
             self._listener_idle.set()
 
-    async def wait_for_assignment(self, timeout: float) -> bool:
+    async def wait_for_assignment(self, timeout: float | None) -> bool:
         try:
             await asyncio.wait_for(self._assigned_event.wait(), timeout)
         except asyncio.TimeoutError:
@@ -374,7 +380,7 @@ class GroupCoordinator:
                 self._coordinator_dead()
                 await asyncio.sleep(self._backoff)
             except KafkaError as exc:
-                if exc.retriable:
+                if is_retriable(exc):
                     log.debug("group %s: retriable error: %s", self.group_id, exc)
                     await asyncio.sleep(self._backoff)
                 else:
@@ -389,48 +395,28 @@ class GroupCoordinator:
         self.coordinator_id = None
 
     async def _ensure_coordinator(self) -> int:
+        attempts = 0
         while self.coordinator_id is None:
-            node = self._any_node()
+            if attempts:
+                # Doubling pauses with jitter while no coordinator can be found (KIP-580).
+                delay = min(self._backoff * 2 ** (attempts - 1), max(self._backoff * 10, 1.0))
+                await asyncio.sleep(delay * random.uniform(0.8, 1.2))
+            attempts += 1
+            self._client.any_node()  # raises when no broker is known at all
             try:
-                version = await self._client.api_version(node, FIND_COORDINATOR)
-                request = FIND_COORDINATOR.Request(
-                    key=self.group_id, key_type=0, coordinator_keys=[self.group_id]
-                )
-                resp = await self._client.send(node, FIND_COORDINATOR, request, version=version)
+                node_id = await self._client.lookup_coordinator(self.group_id, 0)
+            except BrokerResponseError as exc:
+                if not is_retriable(exc):
+                    raise
+                continue
             except KafkaError as exc:
-                log.debug("FindCoordinator via node %s failed: %s", node, exc)
+                log.debug("FindCoordinator for group %s failed: %s", self.group_id, exc)
                 with contextlib.suppress(KafkaError):
                     await self._client.refresh_metadata()
-                await asyncio.sleep(self._backoff)
                 continue
-            if version >= 4:
-                found = resp.coordinators[0] if resp.coordinators else None
-                code = found.error_code if found is not None else COORDINATOR_NOT_AVAILABLE
-                node_id, host, port = (
-                    (found.node_id, found.host, found.port) if found else (-1, "", 0)
-                )
-            else:
-                code, node_id, host, port = resp.error_code, resp.node_id, resp.host, resp.port
-            if code:
-                err = for_code(code)
-                if not err.retriable:
-                    raise err(f"FindCoordinator for group {self.group_id}")
-                await asyncio.sleep(self._backoff)
-                continue
-            if self._client.cluster.broker(node_id) is None:
-                self._client.cluster.add_brokers([Broker(node_id, host, port)])
             self.coordinator_id = node_id
             log.debug("group %s: coordinator is node %d", self.group_id, node_id)
         return self.coordinator_id
-
-    def _any_node(self) -> int:
-        nodes = sorted(self._client.cluster.brokers)
-        if not nodes:
-            raise KafkaConnectionError("no brokers known")
-        for n in nodes:
-            if self._client.connection_if_ready(n) is not None:
-                return n
-        return nodes[0]
 
     async def _send(self, api: Any, request: Any) -> Any:
         node = self.coordinator_id
@@ -550,9 +536,16 @@ class GroupCoordinator:
 
     async def _rebalance(self) -> None:
         owned = self._subs.assigned()
-        if not self._cooperative() and owned:
-            # Eager: give everything back before joining.
-            await self._revoke(owned)
+        if not self._cooperative():
+            if owned:
+                # Eager: give everything back before joining.
+                await self._revoke(owned)
+            else:
+                # As aiokafka (and Java's eager protocol): the listener hears of every
+                # rebalance before it starts, with nothing to give back the first time.
+                listener = self._listener()
+                if listener is not None:
+                    await self._call_listener(listener.on_partitions_revoked, set())
         topics = await self._subscribed_topics()
         join = await self._join(topics)
         if join.leader == join.member_id:

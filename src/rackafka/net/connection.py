@@ -15,6 +15,8 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import random
+import ssl
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -25,8 +27,10 @@ from rackafka.errors import (
     KafkaError,
     KafkaProtocolError,
     KafkaTimeoutError,
+    SslAuthenticationError,
     UnsupportedVersionError,
 )
+from rackafka.net.security import SecurityConfig, plaintext_connector, tls_failure
 from rackafka.protocol import frames
 from rackafka.protocol.apis.api_versions import API_VERSIONS
 from rackafka.protocol.schema import Api
@@ -41,11 +45,9 @@ Connector = Callable[[str, int], Awaitable[StreamPair]]
 CLIENT_SOFTWARE_NAME = "rackafka"
 _READ_CHUNK = 1 << 20
 _UNSUPPORTED_VERSION = 35
-
-
-async def plaintext_connector(host: str, port: int) -> StreamPair:
-    """Open a plain TCP stream (``security_protocol="PLAINTEXT"``)."""
-    return await asyncio.open_connection(host, port, limit=_READ_CHUNK)
+#: Re-authenticate after this share of the session lifetime (KIP-368: 85-95 %, at random,
+#: so that connections opened together do not re-authenticate together).
+_REAUTH_AT = (0.85, 0.95)
 
 
 @dataclass
@@ -75,6 +77,7 @@ class Connection:
         client_id: str | None = "rackafka",
         request_timeout_ms: int = 40000,
         max_frame_size: int = frames.DEFAULT_MAX_FRAME_SIZE,
+        security: SecurityConfig | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -91,6 +94,15 @@ class Connection:
         self._corr = itertools.count(1)
         self._closed: BaseException | None = None
         self._close_callbacks: list[Callable[[Connection, BaseException], None]] = []
+        self.security = security
+        #: Frames written while a re-authentication holds other requests back.
+        self._held: list[bytes] | None = None
+        self._reauth: asyncio.TimerHandle | None = None
+        self._reauth_task: asyncio.Task[None] | None = None
+        #: Successful SASL authentications of this connection (1 + re-authentications).
+        self.authentications = 0
+        #: When the broker's SASL session ends (``time.monotonic()``), or ``None``.
+        self.session_expires_at: float | None = None
         self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
 
     # -- lifecycle -------------------------------------------------------------
@@ -103,18 +115,30 @@ class Connection:
         *,
         node_id: int | None = None,
         client_id: str | None = "rackafka",
-        connector: Connector = plaintext_connector,
+        connector: Connector | None = None,
         connect_timeout_ms: int | None = None,
         request_timeout_ms: int = 40000,
         negotiate: bool = True,
         client_software_version: str = "0",
+        security: SecurityConfig | None = None,
     ) -> Connection:
-        """Connect to ``host:port`` and negotiate API versions.
+        """Connect to ``host:port``, negotiate API versions and authenticate.
+
+        Arguments:
+            connector: opens the stream; default: plain TCP, or TLS when ``security``
+                says so.
+            security: TLS and SASL settings; with SASL the connection is authenticated
+                before it is returned, and re-authenticated before the session the
+                broker grants ends (KIP-368).
 
         Raises:
             KafkaConnectionError: the broker cannot be reached in time, or the
                 connection broke during negotiation.
+            AuthenticationFailedError: the TLS handshake or SASL authentication failed
+                (a subclass of :class:`KafkaConnectionError`).
         """
+        if connector is None:
+            connector = security.connector() if security is not None else plaintext_connector
         timeout = (
             connect_timeout_ms if connect_timeout_ms is not None else request_timeout_ms
         ) / 1000
@@ -134,14 +158,70 @@ class Connection:
             node_id=node_id,
             client_id=client_id,
             request_timeout_ms=request_timeout_ms,
+            security=security,
         )
         if negotiate:
             try:
                 await conn.negotiate_versions(client_software_version)
+                if security is not None and security.uses_sasl:
+                    await conn.authenticate()
             except BaseException:
                 await conn.aclose()
                 raise
         return conn
+
+    # -- authentication ----------------------------------------------------------
+
+    async def authenticate(self) -> None:
+        """Authenticate with SASL (again, on a live connection: KIP-368).
+
+        While it runs, requests sent by others are held back and written afterwards, in
+        order: a broker takes nothing but SaslAuthenticate between the SaslHandshake
+        and the end of the exchange.  Schedules the next re-authentication when the
+        broker grants a session lifetime.
+
+        Raises:
+            AuthenticationFailedError: the broker refused (the caller closes).
+        """
+        from rackafka.net.sasl import authenticate
+
+        assert self.security is not None
+        mechanism = self.security.mechanism(self.host)
+        assert mechanism is not None
+        again = self.authentications > 0
+        held: list[bytes] = []
+        self._held = held
+        try:
+            lifetime_ms = await authenticate(self, mechanism, unheld=True)
+        finally:
+            self._held = None
+            if self._closed is None:
+                for frame in held:
+                    self._writer.write(frame)
+        self.authentications += 1
+        if again:
+            log.debug("%s: re-authenticated (%s)", self, mechanism.describe())
+        if lifetime_ms > 0:
+            lifetime = lifetime_ms / 1000
+            self.session_expires_at = time.monotonic() + lifetime
+            delay = lifetime * random.uniform(*_REAUTH_AT)
+            self._reauth = asyncio.get_running_loop().call_later(delay, self._start_reauth)
+        else:
+            self.session_expires_at = None
+
+    def _start_reauth(self) -> None:
+        self._reauth = None
+        if self._closed is None:
+            self._reauth_task = asyncio.get_running_loop().create_task(self._reauthenticate())
+
+    async def _reauthenticate(self) -> None:
+        try:
+            await self.authenticate()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("%s: re-authentication failed: %s", self, exc)
+            self.close(exc)
 
     async def negotiate_versions(self, client_software_version: str = "0") -> VersionTable:
         """Ask the broker which versions it speaks (ApiVersions v3, else v0)."""
@@ -184,6 +264,8 @@ class Connection:
             return
         if reason is None:
             reason = KafkaConnectionError(f"connection to {self.host}:{self.port} closed")
+        elif isinstance(reason, ssl.SSLError):
+            reason = tls_failure(self.host, self.port, reason)
         elif not isinstance(reason, KafkaConnectionError):
             wrapped = KafkaConnectionError(
                 f"connection to {self.host}:{self.port} failed: {reason}"
@@ -191,6 +273,10 @@ class Connection:
             wrapped.__cause__ = reason
             reason = wrapped
         self._closed = reason
+        if self._reauth is not None:
+            self._reauth.cancel()
+        if self._reauth_task is not None and self._reauth_task is not asyncio.current_task():
+            self._reauth_task.cancel()
         waiters, self._waiters = self._waiters, {}
         for fut, _api, _v in waiters.values():
             if not fut.done():
@@ -233,10 +319,13 @@ class Connection:
         *,
         version: int | None = None,
         expect_response: bool = True,
+        unheld: bool = False,
     ) -> asyncio.Future[Any]:
         """Write a request now and return a future of its decoded response.
 
         Requests are pipelined: call :meth:`send` several times before awaiting.
+        During a re-authentication the request is written once it is over, unless
+        ``unheld`` (the authentication's own requests).
         """
         if self._closed is not None:
             raise KafkaConnectionError(f"{self} is closed: {self._closed}")
@@ -250,7 +339,10 @@ class Connection:
         else:
             fut.set_result(None)
         try:
-            self._writer.write(frame)
+            if self._held is not None and not unheld:
+                self._held.append(frame)
+            else:
+                self._writer.write(frame)
         except Exception as exc:  # the transport is gone
             self.close(exc)
             raise self._closed from exc  # type: ignore[misc]
@@ -266,6 +358,7 @@ class Connection:
         *,
         version: int | None = None,
         timeout: float | None = None,
+        unheld: bool = False,
     ) -> Any:
         """Send a request and wait for its decoded response.
 
@@ -275,7 +368,7 @@ class Connection:
             KafkaConnectionError: the connection failed or was closed.
             KafkaProtocolError: the response could not be decoded.
         """
-        fut = self.send(api, request, version=version)
+        fut = self.send(api, request, version=version, unheld=unheld)
         return await self.wait(fut, timeout=timeout, what=api.name)
 
     async def wait(
@@ -318,6 +411,10 @@ class Connection:
         except asyncio.CancelledError:
             raise
         except (OSError, KafkaError) as exc:
+            if isinstance(exc, ConnectionResetError) and self._before_first_tls_answer():
+                # The same refusal as an EOF below, when the broker's close found our first
+                # request unread: the kernel then resets the connection.
+                exc = self._tls_refusal()
             self.close(exc)
         except Exception as exc:  # pragma: no cover - defensive: never leave waiters hanging
             log.exception("%s: reader failed", self)
@@ -326,6 +423,8 @@ class Connection:
     def _received(self, data: bytes) -> None:
         """Split ``data`` into frames and dispatch them."""
         if not data:
+            if self._before_first_tls_answer():
+                raise self._tls_refusal()
             raise KafkaConnectionError(
                 f"connection to {self.host}:{self.port} closed by the broker"
             )
@@ -334,6 +433,19 @@ class Connection:
         fb.feed(data)
         for frame in fb.frames():
             self._dispatch(frame)
+
+    def _before_first_tls_answer(self) -> bool:
+        return self.versions is None and self.security is not None and self.security.uses_tls
+
+    def _tls_refusal(self) -> SslAuthenticationError:
+        # Closed right after the TLS handshake, before any answer: with TLS 1.3 a broker
+        # refuses a client certificate (or its absence) this way, after the client has
+        # finished its side of the handshake.
+        return SslAuthenticationError(
+            f"the broker at {self.host}:{self.port} closed the TLS connection before "
+            "answering: it may require a client certificate (mutual TLS: "
+            "create_ssl_context(certfile=..., keyfile=...)) or refuse this one"
+        )
 
     def _dispatch(self, frame: bytes | bytearray) -> None:
         corr = frames.peek_correlation_id(frame)

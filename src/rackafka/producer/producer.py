@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from rackafka import __version__
-from rackafka._config import check_callable, check_positive, check_security
+from rackafka._config import INT32_MAX, check_callable, check_positive
 from rackafka.client import KafkaClient
 from rackafka.errors import (
     IllegalOperation,
@@ -26,6 +26,7 @@ from rackafka.errors import (
     ProducerClosed,
     UnknownTopicOrPartitionError,
 )
+from rackafka.net.security import SecurityConfig
 from rackafka.producer.accumulator import Accumulator, ProducerBatch
 from rackafka.producer.partitioner import DefaultPartitioner, StickyPartitioner, murmur2_partition
 from rackafka.producer.sender import ProducerIdState, ProduceStats, Sender
@@ -54,7 +55,6 @@ _COMPRESSION = {
 }
 _ACKS = {0: 0, 1: 1, -1: -1, "all": -1}
 _missing: Any = object()
-_INT32_MAX = 2**31 - 1
 #: Bytes a record adds besides its key, value and headers (varints, attributes), at most.
 _RECORD_OVERHEAD = 21
 _DEFAULT_PARTITIONER = DefaultPartitioner()
@@ -240,7 +240,7 @@ class AIOKafkaProducer(Generic[KT, VT]):
                 DeprecationWarning,
                 stacklevel=2,
             )
-        check_security(
+        security = SecurityConfig.create(
             security_protocol=security_protocol,
             ssl_context=ssl_context,
             sasl_mechanism=sasl_mechanism,
@@ -296,7 +296,7 @@ class AIOKafkaProducer(Generic[KT, VT]):
                 )
             enable_idempotence = True  # as aiokafka and Kafka: transactions are idempotent
         else:
-            transaction_timeout_ms = _INT32_MAX  # as aiokafka
+            transaction_timeout_ms = INT32_MAX  # as aiokafka
         if not isinstance(enable_idempotence, bool):
             raise KafkaConfigurationError(
                 f"enable_idempotence must be a bool, not {enable_idempotence!r}"
@@ -321,6 +321,7 @@ class AIOKafkaProducer(Generic[KT, VT]):
             retry_backoff_ms=retry_backoff_ms,
             connections_max_idle_ms=connections_max_idle_ms,
             client_software_version=__version__,
+            security=security,
         )
         self._acks = _ACKS[acks]
         self._compression = _COMPRESSION[compression_type]
@@ -458,6 +459,13 @@ class AIOKafkaProducer(Generic[KT, VT]):
     def __del__(self, _warnings: Any = warnings) -> None:
         if getattr(self, "_started", False) and not getattr(self, "_closed", True):
             _warnings.warn(f"Unclosed AIOKafkaProducer {self!r}", ResourceWarning, stacklevel=1)
+
+    def __repr__(self) -> str:
+        # Never a secret: the security settings show only their kind and user name.
+        return (
+            f"<AIOKafkaProducer bootstrap_servers={self._client.bootstrap!r} "
+            f"client_rack={self._client_rack!r} {self._client.security!r}>"
+        )
 
     def _check_running(self) -> Accumulator:
         if self._sender_error is not None:

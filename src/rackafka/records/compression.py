@@ -17,8 +17,9 @@ from __future__ import annotations
 import struct
 import zlib
 from types import ModuleType
+from typing import Any
 
-from rackafka.errors import CorruptRecordException, UnsupportedCodecError
+from rackafka.errors import CorruptRecordException, RecordTooLargeError, UnsupportedCodecError
 
 __all__ = [
     "CODEC_NONE",
@@ -27,6 +28,7 @@ __all__ = [
     "CODEC_LZ4",
     "CODEC_ZSTD",
     "CODEC_NAMES",
+    "DEFAULT_MAX_DECOMPRESSED_SIZE",
     "compress",
     "decompress",
 ]
@@ -45,6 +47,14 @@ CODEC_NAMES = {
     CODEC_LZ4: "lz4",
     CODEC_ZSTD: "zstd",
 }
+
+#: The largest decompressed batch :func:`decompress` gives when the caller sets no limit.
+DEFAULT_MAX_DECOMPRESSED_SIZE = 256 * 1024 * 1024
+#: First output buffer for a frame that does not declare its size: this many times the
+#: compressed size (grown four-fold on demand, up to the limit).
+_FIRST_GUESS_RATIO = 8
+_MIN_GUESS = 64 * 1024
+_SNAPPY_MAX_RATIO = 32
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
@@ -86,19 +96,31 @@ def compress(codec: int, data: bytes) -> bytes:
     raise UnsupportedCodecError(f"unknown compression codec {codec}")
 
 
-def decompress(codec: int, data: bytes, *, legacy_lz4: bool = False) -> bytes:
-    """Decompress ``data`` that was compressed with ``codec``.
+def decompress(
+    codec: int,
+    data: bytes,
+    *,
+    legacy_lz4: bool = False,
+    max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+) -> bytes:
+    """Decompress ``data`` that was compressed with ``codec``, to at most ``max_size`` bytes.
+
+    The output never grows past ``max_size``: a small batch that inflates to gigabytes (a
+    "compression bomb") is refused once the limit is reached, without ever holding more
+    than about ``max_size`` bytes.
 
     Arguments:
         codec (int): one of the ``CODEC_*`` numbers.
         data (bytes): the compressed bytes.
         legacy_lz4 (bool): accept the wrong LZ4 frame header checksum written for message
             format v0.
+        max_size (int): the largest decompressed size accepted.
 
     Raises:
         UnsupportedCodecError: ``codec`` is not a known codec number.
         CorruptRecordException: ``data`` is not valid for ``codec``.  The message names the
             codec only; callers add the topic-partition and offset.
+        RecordTooLargeError: the decompressed data would exceed ``max_size``.
     """
     if codec == CODEC_NONE:
         return bytes(data)
@@ -107,14 +129,14 @@ def decompress(codec: int, data: bytes, *, legacy_lz4: bool = False) -> bytes:
         if codec == CODEC_LZ4:
             if legacy_lz4:
                 data = _fix_legacy_lz4_header(data)
-            return bytes(cramjam.lz4.decompress(data))
+            return _bounded(cramjam.lz4.decompress_into, data, max_size, _lz4_content_size(data))
         if codec == CODEC_ZSTD:
-            return bytes(cramjam.zstd.decompress(data))
+            return _bounded(cramjam.zstd.decompress_into, data, max_size, _zstd_content_size(data))
         if codec == CODEC_SNAPPY:
-            return _snappy_decompress(data)
+            return _snappy_decompress(data, max_size)
         if codec == CODEC_GZIP:
-            return _gzip_decompress(data)
-    except CorruptRecordException:
+            return _gzip_decompress(data, max_size)
+    except (CorruptRecordException, RecordTooLargeError):
         raise
     except (cramjam.DecompressionError, zlib.error, ValueError, OverflowError) as exc:
         name = CODEC_NAMES[codec]
@@ -122,24 +144,83 @@ def decompress(codec: int, data: bytes, *, legacy_lz4: bool = False) -> bytes:
     raise UnsupportedCodecError(f"unknown compression codec {codec}")
 
 
-def _gzip_decompress(data: bytes) -> bytes:
+def _too_large(max_size: int) -> RecordTooLargeError:
+    return RecordTooLargeError(
+        f"the batch decompresses to more than {max_size} bytes, the limit "
+        "(a compression bomb, or raise fetch_max_bytes / max_partition_fetch_bytes)"
+    )
+
+
+def _bounded(decompress_into: Any, data: bytes, max_size: int, hint: int | None) -> bytes:
+    """Decompress into a buffer grown on demand, never past ``max_size`` bytes."""
+    if not hint or hint > max_size:
+        # No size, or one past the limit (or a corrupt header): the data decides.
+        hint = max(len(data) * _FIRST_GUESS_RATIO, _MIN_GUESS)
+    size = min(hint, max_size)
+    while True:
+        out = bytearray(size)
+        try:
+            n = decompress_into(data, out)
+        except Exception as exc:
+            if "whole buffer" not in str(exc):
+                raise  # corrupt data, not a short buffer
+            del out  # before the next, bigger one: never two buffers at once
+            if size >= max_size:
+                raise _too_large(max_size) from None
+            size = min(max(size * 4, _MIN_GUESS), max_size)
+            continue
+        if n == size:
+            return bytes(out)
+        with memoryview(out) as view:
+            return bytes(view[:n])
+
+
+def _zstd_content_size(data: bytes) -> int | None:
+    """The content size a zstd frame header declares, if any (a hint only)."""
+    if len(data) < 6 or data[:4] != b"\x28\xb5\x2f\xfd":
+        return None
+    fhd = data[4]
+    fcs_flag = fhd >> 6
+    single = (fhd >> 5) & 1
+    pos = 5 + (0 if single else 1) + (0, 1, 2, 4)[fhd & 3]
+    width = (1 if single else 0, 2, 4, 8)[fcs_flag]
+    if width == 0 or len(data) < pos + width:
+        return None
+    value = int.from_bytes(data[pos : pos + width], "little")
+    return value + 256 if width == 2 else value
+
+
+def _lz4_content_size(data: bytes) -> int | None:
+    """The content size an LZ4 frame header declares, if any (a hint only)."""
+    if len(data) < 14 or data[:4] != b"\x04\x22\x4d\x18" or not data[4] & 0x08:
+        return None
+    return int.from_bytes(data[6:14], "little")
+
+
+def _gzip_decompress(data: bytes, max_size: int) -> bytes:
     # A gzip stream may hold several members.  Like Java's GZIPInputStream, bytes after a
     # member that do not start another member are ignored.
     parts = []
+    left = max_size
     while True:
         d = zlib.decompressobj(31)
-        parts.append(d.decompress(data))
+        part = d.decompress(data, left + 1)
+        if len(part) > left:
+            raise _too_large(max_size)
+        left -= len(part)
+        parts.append(part)
         if not d.eof:
             raise CorruptRecordException("invalid gzip compressed data (truncated stream)")
         data = d.unused_data
         if not data.startswith(b"\x1f\x8b"):
             break
-    return b"".join(parts)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
-def _snappy_decompress(data: bytes) -> bytes:
+def _snappy_decompress(data: bytes, max_size: int) -> bytes:
     snappy = _codecs().snappy
     if not data.startswith(_XERIAL_MAGIC):
+        _check_snappy_len(snappy.decompress_raw_len(data), len(data), max_size)
         return bytes(snappy.decompress_raw(data))
     # xerial framing: magic, int32 version, int32 compatible version, then blocks of
     # int32 length + raw snappy data.
@@ -148,7 +229,9 @@ def _snappy_decompress(data: bytes) -> bytes:
     if end < pos:
         raise CorruptRecordException("invalid snappy compressed data (short xerial header)")
     parts = []
+    left = max_size
     decompress_raw = snappy.decompress_raw
+    raw_len = snappy.decompress_raw_len
     while pos < end:
         if end - pos < 4:
             raise CorruptRecordException("invalid snappy compressed data (short block length)")
@@ -158,9 +241,25 @@ def _snappy_decompress(data: bytes) -> bytes:
             raise CorruptRecordException(
                 f"invalid snappy compressed data (block of {size} bytes, {end - pos} left)"
             )
-        parts.append(bytes(decompress_raw(data[pos : pos + size])))
+        block = data[pos : pos + size]
+        left -= _check_snappy_len(raw_len(block), size, max_size)
+        if left < 0:
+            raise _too_large(max_size)
+        parts.append(bytes(decompress_raw(block)))
         pos += size
     return b"".join(parts)
+
+
+def _check_snappy_len(declared: int, compressed: int, max_size: int) -> int:
+    """Check the length a raw snappy block declares before decompressing it."""
+    # A snappy element of 2-5 bytes produces at most 64 bytes: a longer claim is a lie.
+    if declared > compressed * _SNAPPY_MAX_RATIO + 64:
+        raise CorruptRecordException(
+            f"invalid snappy compressed data ({compressed} bytes cannot hold {declared})"
+        )
+    if declared > max_size:
+        raise _too_large(max_size)
+    return declared
 
 
 def _xerial_compress(data: bytes) -> bytes:

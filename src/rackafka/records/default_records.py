@@ -3,7 +3,9 @@
 This module is the consumer's hot path.  Two decoders share the work:
 
 * a scalar loop that decodes one record after the other, with the common one- and
-  two-byte varints read inline through lookup tables, and
+  two-byte varints read inline through lookup tables, and header blocks cut up by one
+  ``struct`` call when a block of the same length had the same keys and lengths before
+  (the structure bytes are compared, never assumed), and
 * a "column" decoder for runs of records that all have the same layout (same size, same
   key and value lengths, no headers, one-byte timestamp delta, consecutive offset
   deltas), which is what most producers write.  It checks that layout for a whole run
@@ -16,15 +18,20 @@ decoded by the scalar loop, which raises the precise error.
 
 from __future__ import annotations
 
+import gc
 import re
 import struct
 from collections.abc import Callable
 from itertools import repeat, starmap
 from typing import Any, Final
 
-from rackafka.errors import CorruptRecordException, UnsupportedCodecError
+from rackafka.errors import CorruptRecordException, RecordTooLargeError, UnsupportedCodecError
 from rackafka.records._varint import ZIGZAG1, ZIGZAG2, VarintError, read_varint
-from rackafka.records.compression import CODEC_NAMES, decompress
+from rackafka.records.compression import CODEC_NAMES, DEFAULT_MAX_DECOMPRESSED_SIZE, decompress
+
+_gc_isenabled = gc.isenabled
+_gc_disable = gc.disable
+_gc_enable = gc.enable
 
 __all__ = [
     "HEADER",
@@ -70,7 +77,31 @@ _OD_BYTE0 = {
     0x80: bytes(((2 * i) & 0x7F) | 0x80 for i in range(64)),
 }
 _EMPTY: tuple[()] = ()
+#: Header keys seen so far, by their bytes: most topics use a handful of header names, so
+#: the decoder slices a key and looks it up instead of decoding it for every record.
+_HEADER_KEYS: dict[bytes, str] = {}
+_HEADER_KEYS_MAX = 4096
 _NO_RUN: tuple[int, int, tuple[Any, ...]] = (0, 0, ())
+
+
+#: A header block layout: ``(count, unpack, structure[0], structure[1], keys[0], keys[1],
+#: structure, keys)``.  ``unpack`` cuts a block of the learned length into ``count`` pairs
+#: of (structure, value), where ``structure`` is the bytes before each value (the header
+#: count for the first, then the key length, the key and the value length); they must
+#: equal the learned ones for the values to be taken as they are.
+_HeaderLayout = tuple[
+    int, Callable[..., Any], bytes, bytes, str, str, tuple[bytes, ...], tuple[str, ...]
+]
+
+
+#: Header block layouts by the block's length in bytes.  A layout is learned the second
+#: time a block length is seen (a topic whose header values change length all the time
+#: does not pay for learning on every record); a block of that length whose structure
+#: differs is decoded by the general path.
+_HEADER_LAYOUTS: dict[int, _HeaderLayout] = {}
+_LAYOUT_SEEN: set[int] = set()
+_HEADER_LAYOUTS_MAX = 256
+_LAYOUT_MAX_HEADERS = 8
 _ZEROS1 = [0] * 128
 _ZEROS2 = [[0] * 128] * 256
 _BLOCK = 64  # records per struct format in _column
@@ -150,6 +181,7 @@ class RecordBatch:
         "is_control",
         "last_offset",
         "next_offset",
+        "max_decompressed_size",
     )
 
     checksum = None
@@ -161,6 +193,7 @@ class RecordBatch:
         header: tuple[int, ...],
         topic: str | None = None,
         partition: int | None = None,
+        max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
     ) -> None:
         """Wrap the batch at ``pos`` of ``buf`` whose unpacked :data:`HEADER` is ``header``.
 
@@ -186,6 +219,7 @@ class RecordBatch:
         self._end = pos + 12 + batch_length
         self.topic = topic
         self.partition = partition
+        self.max_decompressed_size = max_decompressed_size
         self.base_offset = base_offset
         self.batch_length = batch_length
         self.attributes = attributes
@@ -232,12 +266,15 @@ class RecordBatch:
         if codec == 0:
             return buf[start : self._end]
         try:
-            return decompress(codec, buf[start : self._end])
+            return decompress(codec, buf[start : self._end], max_size=self.max_decompressed_size)
         except UnsupportedCodecError as exc:
             where = _where(self.topic, self.partition, self.base_offset)
             raise UnsupportedCodecError(f"{where}: {exc.args[0]}") from None
         except CorruptRecordException as exc:
             raise self._error(f"batch of {self.record_count} records: {exc.args[0]}") from None
+        except RecordTooLargeError as exc:
+            where = _where(self.topic, self.partition, self.base_offset)
+            raise RecordTooLargeError(f"{where}: {exc.args[0]}") from None
 
     def records(self, factory: RecordFactory | None = None) -> list[Any]:
         """Decode the records of the batch.
@@ -259,6 +296,8 @@ class RecordBatch:
         Raises:
             CorruptRecordException: a record is invalid, or the compressed data is.
             UnsupportedCodecError: the batch uses an unknown codec.
+            RecordTooLargeError: the records decompress to more than
+                ``max_decompressed_size`` bytes.
         """
         buf = self._buf
         count = self.record_count
@@ -272,6 +311,15 @@ class RecordBatch:
                 raise self._error(f"{count} records cannot fit in {end} bytes of decompressed data")
         attributes = self.attributes
         lat = self.max_timestamp if attributes & 0x08 else None
+        # The cyclic GC is paused while the batch is decoded. Decoding allocates several
+        # tuples per record, all alive until the batch is handed over: a running collector
+        # would walk the young records every few hundred of them and promote them, to walk
+        # them again in the older generations while the user still holds them. Paused, it
+        # runs once after the batch. Records form no cycles, the pause lasts one batch
+        # (bounded by the fetch size), and a collector the application disabled stays off.
+        paused = _gc_isenabled()
+        if paused:
+            _gc_disable()
         try:
             return _decode(
                 buf,
@@ -283,9 +331,13 @@ class RecordBatch:
                 (attributes >> 3) & 1,
                 lat,
                 factory,
+                self.last_offset,
             )
         except _Corrupt as exc:
             raise self._error(exc.args[0]) from None
+        finally:
+            if paused:
+                _gc_enable()
 
     def __iter__(self) -> Any:
         """Iterate over :meth:`records` tuples."""
@@ -328,14 +380,20 @@ def _decode(
     tt: int,
     lat: int | None,
     factory: RecordFactory | None,
+    last_offset: int,
 ) -> list[Any]:
     """Decode ``count`` records in ``buf[pos:end]``; they must fill it exactly.
+
+    Record offsets must increase strictly, from ``base_offset`` to at most
+    ``last_offset`` (the batch header's last offset delta): a batch that says otherwise
+    would make the consumer deliver an offset twice or skip the next batch.
 
     Only the parsing is guarded against :class:`IndexError` (data that ends too early):
     an exception raised by ``factory`` is not mistaken for corrupt data.
     """
     out: list[Any] = []
     remaining = count
+    prev = base_offset - 1  # the offset of the last record decoded
     chunk = _FIRST_CHUNK
     parse_errors = _PARSE_ERRORS
     while remaining > 0:
@@ -347,6 +405,10 @@ def _decode(
             except parse_errors:
                 raise _past_end(count) from None
             if done:
+                first = columns[0][0]
+                if first <= prev:
+                    raise _backwards(first, prev)
+                prev = first + done - 1
                 pos = stop
                 if factory is None:
                     out.extend(zip(*columns))
@@ -358,7 +420,9 @@ def _decode(
         n = chunk if chunk < remaining else remaining
         part: list[tuple[Any, ...]] = out if factory is None else []
         try:
-            pos = _decode_scalar(buf, pos, n, base_offset, base_ts, tt, lat, part.append)
+            pos, prev = _decode_scalar(
+                buf, pos, n, base_offset, base_ts, tt, lat, part.append, prev
+            )
         except parse_errors:
             raise _past_end(count) from None
         if factory is not None:
@@ -370,10 +434,19 @@ def _decode(
         if pos < end:
             raise _Corrupt(f"{end - pos} bytes remain after the last of {count} records")
         raise _Corrupt(f"the {count} records run {pos - end} bytes past the end of the batch")
+    if prev > last_offset:
+        raise _Corrupt(
+            f"record offset {prev} is past the batch's last offset {last_offset} "
+            f"(last offset delta {last_offset - base_offset})"
+        )
     return out
 
 
-_PARSE_ERRORS = (IndexError, VarintError)
+def _backwards(offset: int, prev: int) -> _Corrupt:
+    return _Corrupt(f"record offset {offset} does not follow offset {prev}: offsets go backwards")
+
+
+_PARSE_ERRORS = (IndexError, VarintError, struct.error)
 
 
 def _past_end(count: int) -> _Corrupt:
@@ -389,11 +462,17 @@ def _decode_scalar(
     tt: int,
     lat: int | None,
     append: Callable[[tuple[Any, ...]], None],
-) -> int:
-    """Decode ``n`` records from ``pos``, appending their tuples; return the end position."""
+    prev: int,
+) -> tuple[int, int]:
+    """Decode ``n`` records from ``pos``, appending their tuples.
+
+    Returns the end position and the offset of the last record; each offset must be
+    above the one before (``prev`` for the first).
+    """
     zz = ZIGZAG1
     zz2 = ZIGZAG2
     rv = read_varint
+    layouts_get = _HEADER_LAYOUTS.get
     # Timestamp deltas are read through their own tables: with LogAppendTime, tables of
     # zeros added to the log append time, so that the loop has no test for it.
     tz = zz
@@ -442,6 +521,9 @@ def _decode_scalar(
             else:
                 offset, pos = rv(buf, pos)
                 offset += base_offset
+        if offset <= prev:
+            raise _backwards(offset, prev)
+        prev = offset
         # key
         b = buf[pos]
         if b == 1:
@@ -485,11 +567,33 @@ def _decode_scalar(
             value = buf[pos : pos + value_size]
             pos += value_size
         # headers
-        if buf[pos] == 0:
-            headers: tuple[tuple[str, bytes | None], ...] = _EMPTY
+        b = buf[pos]
+        if b == 0:
+            headers: tuple[tuple[str, bytes | None], ...] | None = _EMPTY
             pos += 1
         else:
-            headers, pos = _read_headers(buf, pos, rec_end, offset)
+            # A header block of a length seen before: one struct call cuts it up, and a
+            # comparison or two checks that its lengths and keys are the learned ones.
+            headers = None
+            layout = layouts_get(rec_end - pos)
+            if layout is not None:
+                count, unpack, e0, e1, k0, k1, structure, keys = layout
+                if count == 2:
+                    s0, v1, s1, v2 = unpack(buf, pos)
+                    if s0 == e0 and s1 == e1:
+                        headers = ((k0, v1), (k1, v2))
+                elif count == 1:
+                    s0, v1 = unpack(buf, pos)
+                    if s0 == e0:
+                        headers = ((k0, v1),)
+                else:
+                    parts = unpack(buf, pos)
+                    if parts[0::2] == structure:
+                        headers = tuple(zip(keys, parts[1::2]))
+            if headers is None:
+                headers, pos = _headers(buf, pos, rec_end, offset)
+            else:
+                pos = rec_end
         if pos != rec_end:
             raise _Corrupt(
                 f"record at offset {offset} has length {length} but its fields take "
@@ -508,7 +612,49 @@ def _decode_scalar(
                 headers,
             )
         )
-    return pos
+    return pos, prev
+
+
+def _headers(
+    buf: bytes, pos: int, rec_end: int, offset: int
+) -> tuple[tuple[tuple[str, bytes | None], ...], int]:
+    """The header block at ``pos`` when no learned layout fits it, and the end position."""
+    b = buf[pos]
+    if b < 0x80 and not b & 1:
+        # A few headers whose lengths fit one byte and whose keys were seen before;
+        # anything else goes to _read_headers, which checks it all.
+        hkeys = _HEADER_KEYS
+        p = pos + 1
+        found: list[tuple[str, bytes | None]] = []
+        for _ in range(b >> 1):
+            if p >= rec_end:
+                break
+            c = buf[p]
+            if c >= 0x80 or c & 1:
+                break
+            q = p + 1 + (c >> 1)
+            hkey = hkeys.get(buf[p + 1 : q])
+            if hkey is None:
+                break
+            c = buf[q]
+            if c == 1:
+                found.append((hkey, None))
+                p = q + 1
+            elif c >= 0x80 or c & 1:
+                break
+            else:
+                p = q + 1 + (c >> 1)
+                found.append((hkey, buf[q + 1 : p]))
+        else:
+            if p <= rec_end:
+                headers = tuple(found)
+                if p == rec_end:
+                    _learn_layout(buf, pos, rec_end, headers)
+                return headers, p
+    headers, end = _read_headers(buf, pos, rec_end, offset)
+    if end == rec_end:
+        _learn_layout(buf, pos, rec_end, headers)
+    return headers, end
 
 
 def _read_headers(
@@ -522,7 +668,10 @@ def _read_headers(
         size, pos = read_varint(buf, pos)
         if size < 0 or size > rec_end - pos:
             raise _Corrupt(f"record at offset {offset} has a header key of length {size}")
-        key = buf[pos : pos + size].decode("utf-8", "surrogateescape")
+        raw = buf[pos : pos + size]
+        key = raw.decode("utf-8", "surrogateescape")
+        if len(_HEADER_KEYS) < _HEADER_KEYS_MAX:
+            _HEADER_KEYS[raw] = key
         pos += size
         size, pos = read_varint(buf, pos)
         if size < 0:
@@ -536,6 +685,47 @@ def _read_headers(
             pos += size
         headers.append((key, value))
     return tuple(headers), pos
+
+
+def _learn_layout(
+    buf: bytes, start: int, end: int, headers: tuple[tuple[str, bytes | None], ...]
+) -> None:
+    """Learn the layout of the valid header block ``buf[start:end]`` that holds ``headers``."""
+    size = end - start
+    if size in _HEADER_LAYOUTS or not 0 < len(headers) <= _LAYOUT_MAX_HEADERS:
+        return
+    if size not in _LAYOUT_SEEN:
+        if len(_LAYOUT_SEEN) >= _HEADER_LAYOUTS_MAX * 4:
+            _LAYOUT_SEEN.clear()
+        _LAYOUT_SEEN.add(size)
+        return
+    structure = []
+    fmt = [">"]
+    _, pos = read_varint(buf, start)
+    chunk = start
+    for _key, value in headers:
+        if value is None:
+            return  # null values stay with the general path
+        key_size, pos = read_varint(buf, pos)
+        _, pos = read_varint(buf, pos + key_size)
+        structure.append(buf[chunk:pos])
+        fmt.append(f"{pos - chunk}s{len(value)}s")
+        chunk = pos = pos + len(value)
+    if pos != end:
+        return
+    if len(_HEADER_LAYOUTS) >= _HEADER_LAYOUTS_MAX:
+        _HEADER_LAYOUTS.clear()
+    keys = tuple(key for key, _ in headers)
+    _HEADER_LAYOUTS[size] = (
+        len(keys),
+        struct.Struct("".join(fmt)).unpack_from,
+        structure[0],
+        structure[1] if len(structure) > 1 else b"",
+        keys[0],
+        keys[1] if len(keys) > 1 else "",
+        tuple(structure),
+        keys,
+    )
 
 
 def _decode_run(

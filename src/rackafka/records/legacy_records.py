@@ -18,8 +18,14 @@ from collections.abc import Iterable, Sequence
 from itertools import starmap
 from typing import Any, Final
 
-from rackafka.errors import CorruptRecordException, UnsupportedCodecError
-from rackafka.records.compression import CODEC_LZ4, CODEC_NAMES, compress, decompress
+from rackafka.errors import CorruptRecordException, RecordTooLargeError, UnsupportedCodecError
+from rackafka.records.compression import (
+    CODEC_LZ4,
+    CODEC_NAMES,
+    DEFAULT_MAX_DECOMPRESSED_SIZE,
+    compress,
+    decompress,
+)
 from rackafka.records.default_records import RecordFactory, _where
 
 __all__ = [
@@ -113,6 +119,7 @@ class LegacyRecordBatch:
     """
 
     __slots__ = (
+        "_max_size",
         "_records",
         "topic",
         "partition",
@@ -145,14 +152,18 @@ class LegacyRecordBatch:
         check_crcs: bool = True,
         topic: str | None = None,
         partition: int | None = None,
+        max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
     ) -> None:
         """Decode the complete top-level message at ``pos`` of ``buf``.
 
         Raises:
             CorruptRecordException: the message or its compressed content is invalid.
             UnsupportedCodecError: the message uses an unknown codec.
+            RecordTooLargeError: the compressed content inflates past
+                ``max_decompressed_size``.
         """
         self.topic = topic
+        self._max_size = max_decompressed_size
         self.partition = partition
         try:
             (offset, crc, magic, attributes, timestamp, key, value, end) = _parse_message(
@@ -207,13 +218,21 @@ class LegacyRecordBatch:
         if value is None:
             raise self._error("compressed message has a null value", offset)
         try:
-            data = decompress(codec, value, legacy_lz4=(magic == 0 and codec == CODEC_LZ4))
+            data = decompress(
+                codec,
+                value,
+                legacy_lz4=(magic == 0 and codec == CODEC_LZ4),
+                max_size=self._max_size,
+            )
         except UnsupportedCodecError as exc:
             raise UnsupportedCodecError(
                 f"{_where(self.topic, self.partition, offset)}: {exc.args[0]}"
             ) from None
         except CorruptRecordException as exc:
             raise self._error(f"compressed message: {exc.args[0]}", offset) from None
+        except RecordTooLargeError as exc:
+            where = _where(self.topic, self.partition, offset)
+            raise RecordTooLargeError(f"{where}: {exc.args[0]}") from None
         inner = []
         pos = 0
         end = len(data)
@@ -238,7 +257,15 @@ class LegacyRecordBatch:
             delta = offset - inner[-1][0]
         log_append = magic == 1 and ts_type == 1
         records: list[_Record] = []
+        prev = -1
         for i_off, i_crc, i_ts, key, val in inner:
+            if i_off + delta <= prev or i_off + delta > offset:
+                raise self._error(
+                    f"inner message offset {i_off + delta} does not follow {prev} "
+                    f"or is past the wrapper offset {offset}",
+                    offset,
+                )
+            prev = i_off + delta
             records.append(
                 (
                     i_off + delta,

@@ -8,6 +8,7 @@ from typing import Final, Union
 
 from rackafka.errors import CorruptRecordException
 from rackafka.records._crc import crc32c
+from rackafka.records.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
 from rackafka.records.default_records import (
     CRC_START,
     HEADER,
@@ -32,6 +33,7 @@ def iter_batches(
     check_crcs: bool = True,
     topic: str | None = None,
     partition: int | None = None,
+    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
 ) -> Iterator[AnyBatch]:
     """Iterate over the record batches in the ``records`` bytes of a fetched partition.
 
@@ -46,6 +48,8 @@ def iter_batches(
             messages) before it is given.
         topic (str | None): the topic, for error messages.
         partition (int | None): the partition, for error messages.
+        max_decompressed_size (int): the largest size a compressed batch may inflate to;
+            past it, decoding raises :exc:`~rackafka.errors.RecordTooLargeError`.
 
     Raises:
         CorruptRecordException: a complete batch is invalid (bad CRC, bad magic, invalid
@@ -91,10 +95,15 @@ def iter_batches(
                     f"{_where(topic, partition, offset)}: record batch of {length + 12} "
                     f"bytes cannot hold {count} records"
                 )
-            yield RecordBatch(data, pos, header, topic, partition)
+            yield RecordBatch(data, pos, header, topic, partition, max_decompressed_size)
         elif magic == 0 or magic == 1:
             yield LegacyRecordBatch(
-                data[pos:end], 0, check_crcs=check_crcs, topic=topic, partition=partition
+                data[pos:end],
+                0,
+                check_crcs=check_crcs,
+                topic=topic,
+                partition=partition,
+                max_decompressed_size=max_decompressed_size,
             )
         else:
             raise CorruptRecordException(

@@ -22,6 +22,8 @@ The options and the schema are those of Spark's Kafka source; see ``docs/spark.r
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from typing import Any
 
 from rackafka.spark.options import (
@@ -31,7 +33,12 @@ from rackafka.spark.options import (
     parse_options,
     resolve_client_rack,
 )
-from rackafka.spark.planning import DataLossError, OffsetRange
+from rackafka.spark.planning import (
+    DataLossError,
+    OffsetRange,
+    offsets_behind_latest,
+    offsets_from_json,
+)
 from rackafka.spark.reader import TaskReport, read_task_reports
 
 __all__ = [
@@ -43,6 +50,7 @@ __all__ = [
     "TaskReport",
     "parse_options",
     "rack_summary",
+    "source_metrics",
     "read_task_reports",
     "register",
     "resolve_client_rack",
@@ -55,12 +63,45 @@ def register(spark: Any) -> None:
     After this, ``spark.read.format("rackafka")`` and ``spark.readStream.format("rackafka")``
     read Kafka through rackafka. (The short name ``kafka`` belongs to Spark's own source.)
 
+    Small reads are planned as at least ``spark.sparkContext.defaultParallelism`` tasks
+    (the value when this is called), so that every executor core reads; larger ones get a
+    task per ``rackafka.offsetsPerTask`` offsets.
+
     Arguments:
         spark: a :class:`pyspark.sql.SparkSession` (pyspark 4 or newer).
     """
-    from rackafka.spark.source import RackafkaDataSource
+    from rackafka.spark.source import source_for
 
-    spark.dataSource.register(RackafkaDataSource)
+    try:  # Spark Connect sessions have no SparkContext: one task per topic-partition then
+        parallelism: int | None = int(spark.sparkContext.defaultParallelism)
+    except Exception:
+        parallelism = None
+    spark.dataSource.register(source_for(parallelism))
+
+
+def source_metrics(source_progress: Mapping[str, Any]) -> dict[str, str]:
+    """The "offsets behind latest" metrics of Spark's Kafka source, for a rackafka source.
+
+    Spark's Python data sources cannot add metrics to a query's progress, so this computes
+    them from what the progress has: the micro-batch's ``endOffset`` and the
+    ``latestOffset`` the source reported. Pass one entry of a progress's ``sources``::
+
+        rackafka.spark.source_metrics(query.lastProgress["sources"][0])
+        # {"avgOffsetsBehindLatest": "0.0", "maxOffsetsBehindLatest": "0", ...}
+
+    Returns an empty dict before the first micro-batch or when the offsets are not known.
+    """
+
+    def offsets(key: str) -> Any:
+        value = source_progress.get(key)
+        if isinstance(value, str):
+            value = json.loads(value)
+        return offsets_from_json(value) if isinstance(value, dict) else None
+
+    end, latest = offsets("endOffset"), offsets("latestOffset")
+    if end is None or latest is None:
+        return {}
+    return offsets_behind_latest(end, latest)
 
 
 def rack_summary(reports: list[TaskReport]) -> dict[str, Any]:

@@ -8,18 +8,23 @@ Spark hands the options over case-insensitively (lower-cased); so does :func:`pa
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
-from collections.abc import Mapping
+import warnings
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from rackafka.errors import KafkaConfigurationError
+from rackafka.spark.security import SECURITY_OPTIONS, SecuritySettings, parse_security
 
 __all__ = [
     "CLIENT_RACK_ENV",
     "EARLIEST",
     "LATEST",
+    "RACK_AUTO",
+    "RACK_FROM_ENV",
     "InvalidOptionError",
     "OffsetSpec",
     "SourceOptions",
@@ -27,8 +32,17 @@ __all__ = [
     "resolve_client_rack",
 ]
 
-#: The environment variable that ``kafka.client.rack=auto`` reads on each executor.
+log = logging.getLogger(__name__)
+
+#: The environment variable that gives each executor its rack (``kafka.client.rack`` unset,
+#: ``env`` or ``auto``).
 CLIENT_RACK_ENV = "RACKAFKA_CLIENT_RACK"
+#: ``kafka.client.rack`` when it is not given: :data:`CLIENT_RACK_ENV` of the executor and
+#: nothing else (no metadata service is asked).
+RACK_FROM_ENV = "env"
+#: ``kafka.client.rack=auto``: :data:`CLIENT_RACK_ENV` when set, else the zone each
+#: executor detects (see :mod:`rackafka.zones`) that is one of the brokers' racks.
+RACK_AUTO = "auto"
 
 #: Offset placeholders of Spark's JSON offsets: -2 is the earliest offset, -1 the latest.
 EARLIEST = -2
@@ -42,8 +56,8 @@ class InvalidOptionError(KafkaConfigurationError, ValueError):
     """
 
 
-# Spark's Kafka consumer property names, mapped to AIOKafkaConsumer keywords, with the
-# type their value is converted to.
+# Kafka consumer settings (``kafka.`` + the Java client's name) that the tasks' consumers
+# take, mapped to AIOKafkaConsumer keywords, with the type their value is converted to.
 _CONSUMER_OPTIONS: dict[str, tuple[str, type]] = {
     "kafka.client.id": ("client_id", str),
     "kafka.isolation.level": ("isolation_level", str),
@@ -51,38 +65,62 @@ _CONSUMER_OPTIONS: dict[str, tuple[str, type]] = {
     "kafka.fetch.min.bytes": ("fetch_min_bytes", int),
     "kafka.fetch.max.wait.ms": ("fetch_max_wait_ms", int),
     "kafka.max.partition.fetch.bytes": ("max_partition_fetch_bytes", int),
+    "kafka.max.poll.records": ("max_poll_records", int),
     "kafka.request.timeout.ms": ("request_timeout_ms", int),
     "kafka.retry.backoff.ms": ("retry_backoff_ms", int),
+    "kafka.retry.backoff.max.ms": ("retry_backoff_max_ms", int),
+    "kafka.reconnect.backoff.ms": ("reconnect_backoff_ms", int),
+    "kafka.reconnect.backoff.max.ms": ("reconnect_backoff_max_ms", int),
     "kafka.metadata.max.age.ms": ("metadata_max_age_ms", int),
     "kafka.connections.max.idle.ms": ("connections_max_idle_ms", int),
     "kafka.check.crcs": ("check_crcs", bool),
-    "kafka.security.protocol": ("security_protocol", str),
-    "kafka.sasl.mechanism": ("sasl_mechanism", str),
+    "kafka.exclude.internal.topics": ("exclude_internal_topics", bool),
 }
 
-# Kafka consumer properties that the source sets itself (as Spark's source does).
+# Kafka consumer properties that the source sets itself and refuses, as Spark's source does.
 _OWNED_BY_SOURCE = {
-    "kafka.group.id": "the source reads offset ranges without a consumer group",
     "kafka.auto.offset.reset": "use startingOffsets; where records are gone, failOnDataLoss",
     "kafka.enable.auto.commit": "the source keeps its offsets in Spark's checkpoint",
     "kafka.key.deserializer": "keys are always read as binary; cast them in a query",
     "kafka.value.deserializer": "values are always read as binary; cast them in a query",
-    "kafka.interceptor.classes": "rackafka is not the Java client",
+    "kafka.interceptor.classes": "the source adds none, as Spark's does not",
 }
 
-# Options of Spark's Kafka source that rackafka does not offer (yet): a clear error rather
-# than a silently different query.
-_NOT_SUPPORTED = (
-    "startingoffsetsbytimestamp",
-    "endingoffsetsbytimestamp",
-    "startingtimestamp",
-    "endingtimestamp",
-    "startingoffsetsbytimestampstrategy",
-    "minoffsetspertrigger",
-    "maxtriggerdelay",
-    "groupidprefix",
-    "kafka.sasl.jaas.config",
-)
+_NO_GROUP = "tasks read their offset ranges without a consumer group and commit nothing"
+_JAVA_ONLY = "a setting of the Java client that rackafka's consumer has no use for"
+#: Kafka consumer settings that are accepted and ignored (a WARNING names them), and why.
+IGNORED_CONSUMER_OPTIONS: dict[str, str] = {
+    "kafka.group.id": _NO_GROUP,
+    "kafka.group.instance.id": _NO_GROUP,
+    "kafka.group.protocol": _NO_GROUP,
+    "kafka.group.remote.assignor": _NO_GROUP,
+    "kafka.partition.assignment.strategy": _NO_GROUP,
+    "kafka.session.timeout.ms": _NO_GROUP,
+    "kafka.heartbeat.interval.ms": _NO_GROUP,
+    "kafka.max.poll.interval.ms": _NO_GROUP,
+    "kafka.auto.commit.interval.ms": _NO_GROUP,
+    "kafka.default.api.timeout.ms": "the source's own timeouts apply "
+    "(kafkaConsumer.pollTimeoutMs, fetchOffset.*)",
+    "kafka.allow.auto.create.topics": "the source never creates topics",
+    "kafka.receive.buffer.bytes": _JAVA_ONLY,
+    "kafka.send.buffer.bytes": _JAVA_ONLY,
+    "kafka.socket.connection.setup.timeout.ms": _JAVA_ONLY,
+    "kafka.socket.connection.setup.timeout.max.ms": _JAVA_ONLY,
+    "kafka.client.dns.lookup": _JAVA_ONLY,
+    "kafka.metadata.recovery.strategy": _JAVA_ONLY,
+    "kafka.metadata.recovery.rebootstrap.trigger.ms": _JAVA_ONLY,
+    "kafka.metric.reporters": _JAVA_ONLY,
+    "kafka.metrics.num.samples": _JAVA_ONLY,
+    "kafka.metrics.recording.level": _JAVA_ONLY,
+    "kafka.metrics.sample.window.ms": _JAVA_ONLY,
+    "kafka.auto.include.jmx.reporter": _JAVA_ONLY,
+    "kafka.enable.metrics.push": _JAVA_ONLY,
+    "kafka.security.providers": _JAVA_ONLY,
+}
+#: Options of Spark's Kafka source that are accepted and ignored, and why.
+IGNORED_SOURCE_OPTIONS: dict[str, str] = {
+    "groupidprefix": _NO_GROUP,
+}
 
 _SOURCE_OPTIONS = (
     "kafka.bootstrap.servers",
@@ -102,6 +140,13 @@ _SOURCE_OPTIONS = (
     "rackafka.metricspath",
     "rackafka.offsetspertask",
     "maxrecordsperpartition",
+    "startingoffsetsbytimestamp",
+    "endingoffsetsbytimestamp",
+    "startingtimestamp",
+    "endingtimestamp",
+    "startingoffsetsbytimestampstrategy",
+    "minoffsetspertrigger",
+    "maxtriggerdelay",
 )
 
 # The names as users write them, for messages.
@@ -136,14 +181,32 @@ def _name(key: str) -> str:
 
 @dataclass(frozen=True)
 class OffsetSpec:
-    """Where reading starts or ends: ``earliest``, ``latest`` or offsets per partition.
+    """Where reading starts or ends: ``earliest``, ``latest``, offsets or timestamps.
 
-    ``offsets`` maps ``(topic, partition)`` to an offset, :data:`EARLIEST` (-2) or
-    :data:`LATEST` (-1); it is set only when ``kind`` is ``"offsets"``.
+    ``kind`` is ``"offsets"`` (``startingOffsets``/``endingOffsets`` as JSON): ``offsets``
+    maps ``(topic, partition)`` to an offset, :data:`EARLIEST` (-2) or :data:`LATEST` (-1).
+    ``"timestamps"`` (``startingOffsetsByTimestamp``/``endingOffsetsByTimestamp``):
+    ``offsets`` maps ``(topic, partition)`` to a timestamp in milliseconds, and the offset is
+    that of the first record at or after it. ``"timestamp"`` (``startingTimestamp``/
+    ``endingTimestamp``): the same with ``timestamp`` for every partition.
     """
 
-    kind: Literal["earliest", "latest", "offsets"]
+    kind: Literal["earliest", "latest", "offsets", "timestamps", "timestamp"]
     offsets: Mapping[tuple[str, int], int] = field(default_factory=dict)
+    timestamp: int | None = None
+
+    @property
+    def by_time(self) -> bool:
+        """Whether the offsets are looked up by timestamp."""
+        return self.kind in ("timestamps", "timestamp")
+
+    def timestamps(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """The timestamp to look up for each of ``partitions`` that the spec names."""
+        if self.kind == "timestamp":
+            return {tp: self.timestamp for tp in partitions if self.timestamp is not None}
+        if self.kind == "timestamps":
+            return {tp: self.offsets[tp] for tp in partitions if tp in self.offsets}
+        return {}
 
 
 @dataclass(frozen=True)
@@ -159,22 +222,45 @@ class SourceOptions:
     starting: OffsetSpec | None = None
     ending: OffsetSpec | None = None
     max_offsets_per_trigger: int | None = None
+    #: ``minOffsetsPerTrigger``: a micro-batch waits for this many new offsets...
+    min_offsets_per_trigger: int | None = None
+    #: ...or for ``maxTriggerDelay`` (milliseconds) since the last micro-batch.
+    max_trigger_delay_ms: int = 15 * 60 * 1000
+    #: ``startingOffsetsByTimestampStrategy``: ``"error"`` fails a read whose start
+    #: timestamp is after a partition's last record; ``"latest"`` starts it at its end.
+    by_timestamp_strategy: Literal["error", "latest"] = "error"
     min_partitions: int | None = None
     include_headers: bool = False
     fail_on_data_loss: bool = True
-    #: ``"auto"``: each task reads :data:`CLIENT_RACK_ENV` on its executor;
-    #: ``None``: no rack; otherwise the rack of every task.
-    client_rack: str | None = "auto"
+    #: :data:`RACK_FROM_ENV` (the default): each task reads :data:`CLIENT_RACK_ENV` on its
+    #: executor; :data:`RACK_AUTO`: that, else the zone the executor detects; ``None``: no
+    #: rack; otherwise the rack of every task.
+    client_rack: str | None = RACK_FROM_ENV
     poll_timeout_ms: int = 120_000
     offset_retries: int = 3
-    offset_retry_interval_ms: int = 1_000
+    offset_retry_interval_ms: int = 10
     metrics_path: str | None = None
     #: About how many offsets one Spark task reads (small ranges are read together).
     offsets_per_task: int = 1_000_000
+    #: Spark's ``defaultParallelism`` when the source was registered (set by the source, not
+    #: an option): small reads still get this many tasks, so that every core reads; when it
+    #: is not known, one task per topic-partition, as Spark's Kafka source.
+    default_parallelism: int | None = None
     #: ``maxRecordsPerPartition``: ranges bigger than this are split.
     max_records_per_partition: int | None = None
     #: Keywords for :class:`~rackafka.AIOKafkaConsumer` from the ``kafka.*`` options.
     consumer: Mapping[str, Any] = field(default_factory=dict)
+    #: ``kafka.security.protocol``, ``kafka.ssl.*``, ``kafka.sasl.*`` (secrets hidden).
+    security: SecuritySettings | None = None
+    #: Options accepted and ignored, with why (logged once per process as a WARNING).
+    ignored: tuple[tuple[str, str], ...] = ()
+
+    def consumer_kwargs(self) -> dict[str, Any]:
+        """Keywords for a consumer of this read, TLS context and credentials included
+        (built in the calling process: executors build their own)."""
+        if self.security is None:
+            return dict(self.consumer)
+        return {**self.consumer, **self.security.consumer_kwargs()}
 
     def starting_or(self, default: str) -> OffsetSpec:
         """``startingOffsets``, or ``default`` when it was not given."""
@@ -188,15 +274,20 @@ class SourceOptions:
 def resolve_client_rack(
     setting: str | None, environ: Mapping[str, str] | None = None
 ) -> str | None:
-    """The rack a task reads from, given the ``kafka.client.rack`` setting.
+    """The ``client_rack`` a task gives its consumer, given the ``kafka.client.rack`` setting.
 
-    ``"auto"`` takes :data:`CLIENT_RACK_ENV` from the environment of the process (on Spark:
-    the executor's), and no rack when it is unset or empty; any other value is used as is.
+    :data:`RACK_FROM_ENV` takes :data:`CLIENT_RACK_ENV` from the environment of the process
+    (on Spark: the executor's), and no rack when it is unset or empty. :data:`RACK_AUTO`
+    takes that variable too, and when it is unset stays ``"auto"``: the consumer then
+    detects its zone (:mod:`rackafka.zones`). Any other value is used as is.
     """
-    if setting != "auto":
+    if setting not in (RACK_FROM_ENV, RACK_AUTO):
         return setting
     env = os.environ if environ is None else environ
-    return env.get(CLIENT_RACK_ENV, "").strip() or None
+    forced = env.get(CLIENT_RACK_ENV, "").strip()
+    if forced:
+        return forced
+    return RACK_AUTO if setting == RACK_AUTO else None
 
 
 def _bool(key: str, value: str) -> bool:
@@ -286,16 +377,187 @@ def _offset_spec(key: str, value: str, allowed: tuple[str, ...]) -> OffsetSpec:
     return OffsetSpec("offsets", offsets)
 
 
-def _consumer_option(key: str, value: str, consumer: dict[str, Any]) -> None:
+def _timestamps(key: str, value: str) -> OffsetSpec:
+    """``{"topicA":{"0":1700000000000}}``: a timestamp (ms) per partition."""
+    parsed = _json_object(key, value.strip())
+    times: dict[tuple[str, int], int] = {}
+    for topic, parts in parsed.items():
+        if not isinstance(parts, dict) or not parts:
+            raise InvalidOptionError(
+                f"option {_name(key)}: topic {topic!r} must map partitions to timestamps in "
+                f'milliseconds, as in {{{json.dumps(topic)}:{{"0":1700000000000}}}}'
+            )
+        for p, ts in parts.items():
+            partition = int(p) if isinstance(p, str) and re.fullmatch(r"[0-9]+", p) else -1
+            if partition < 0:
+                raise InvalidOptionError(
+                    f"option {_name(key)}: {p!r} of topic {topic!r} is not a partition number"
+                )
+            if not isinstance(ts, int) or isinstance(ts, bool) or ts < 0:
+                raise InvalidOptionError(
+                    f"option {_name(key)}: the timestamp of {topic}-{partition} must be "
+                    f"milliseconds since the epoch (0 or more), not {ts!r}"
+                )
+            times[(topic, partition)] = ts
+    return OffsetSpec("timestamps", times)
+
+
+# Spark's time strings (``maxTriggerDelay``): a number and a unit, milliseconds by default.
+_TIME_UNITS_MS = {"us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000}
+_TIME_UNITS_MS["d"] = 24 * _TIME_UNITS_MS["h"]
+
+
+def _duration_ms(key: str, value: str) -> int:
+    match = re.fullmatch(r"([0-9]+)\s*([a-z]*)", value.strip().lower())
+    if not match or match.group(2) not in (*_TIME_UNITS_MS, ""):
+        raise InvalidOptionError(
+            f"option {_name(key)} must be a duration such as '15m', '30s' or '500ms', not {value!r}"
+        )
+    return int(int(match.group(1)) * _TIME_UNITS_MS.get(match.group(2) or "ms", 1))
+
+
+def _start_and_end(
+    opts: Mapping[str, str], streaming: bool
+) -> tuple[OffsetSpec | None, OffsetSpec | None]:
+    """``startingOffsets``/``endingOffsets`` and their timestamp forms, which take precedence
+    as in Spark: ``*Timestamp`` over ``*OffsetsByTimestamp`` over ``*Offsets``."""
+    starting = ending = None
+    if "startingtimestamp" in opts:
+        starting = OffsetSpec(
+            "timestamp", timestamp=_int("startingtimestamp", opts["startingtimestamp"], 0)
+        )
+    elif "startingoffsetsbytimestamp" in opts:
+        starting = _timestamps("startingoffsetsbytimestamp", opts["startingoffsetsbytimestamp"])
+    elif "startingoffsets" in opts:
+        allowed = ("earliest", "latest") if streaming else ("earliest",)
+        starting = _offset_spec("startingoffsets", opts["startingoffsets"], allowed)
+        if not streaming and any(v == LATEST for v in starting.offsets.values()):
+            raise InvalidOptionError(
+                "option startingOffsets cannot use -1 (latest) in a batch query"
+            )
+    ends = [
+        k for k in ("endingtimestamp", "endingoffsetsbytimestamp", "endingoffsets") if k in opts
+    ]
+    if ends and streaming:
+        raise InvalidOptionError(f"option {_name(ends[0])} is for batch queries only")
+    if "endingtimestamp" in opts:
+        ending = OffsetSpec(
+            "timestamp", timestamp=_int("endingtimestamp", opts["endingtimestamp"], 0)
+        )
+    elif "endingoffsetsbytimestamp" in opts:
+        ending = _timestamps("endingoffsetsbytimestamp", opts["endingoffsetsbytimestamp"])
+    elif "endingoffsets" in opts:
+        ending = _offset_spec("endingoffsets", opts["endingoffsets"], ("latest",))
+        if any(v == EARLIEST for v in ending.offsets.values()):
+            raise InvalidOptionError("option endingOffsets cannot use -2 (earliest)")
+    return starting, ending
+
+
+# Java regular expression syntax that Python's re lacks or reads differently, and what to
+# write instead.
+_JAVA_ESCAPES = {
+    "p": r"\p{...} character classes (write the class out, as in [A-Za-z])",
+    "P": r"\P{...} character classes (write the class out, as in [^A-Za-z])",
+    "Q": r"\Q...\E quoting (escape each special character with \ instead)",
+    "E": r"\Q...\E quoting (escape each special character with \ instead)",
+    "k": r"\k<name> back-references (write (?P=name))",
+    "z": r"\z (write \Z)",
+    "h": r"\h (write [ \t])",
+    "H": r"\H (write [^ \t])",
+    "R": r"\R (write (?:\r\n|[\n\r]))",
+    "X": r"\X grapheme clusters",
+    "G": r"\G",
+    "e": r"\e (write \x1b)",
+    "c": r"\cX control characters (write \xNN)",
+}
+
+
+_JAVA_SYNTAX = re.compile(r"\\(.)|(\(\?<[A-Za-z])")
+
+
+def _bracket_in_class(pattern: str) -> bool:
+    """Whether a character class holds an unescaped ``[``: a union in Java (``[a[b]]``),
+    a plain character in Python."""
+    i, n = 0, len(pattern)
+    in_class = False
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if not in_class and c == "[":
+            in_class = True
+            i += 1
+            if i < n and pattern[i] == "^":
+                i += 1
+            if i < n and pattern[i] == "]":  # a leading ] is a character of the class
+                i += 1
+            continue
+        if in_class and c == "[":
+            return True
+        if in_class and c == "]":
+            in_class = False
+        i += 1
+    return False
+
+
+def _pattern(value: str) -> str:
+    """``subscribePattern``: a Python regular expression matched against whole topic names.
+
+    Spark's source takes a Java regular expression; for topic names the two agree, except
+    for syntax that only Java has, which is refused with what to write instead.
+    """
+    pattern = value.strip()
+    if not pattern:
+        raise InvalidOptionError("option subscribePattern must not be empty")
+    what = ""
+    for java in _JAVA_SYNTAX.finditer(pattern):  # escapes, or a Java named group
+        escape, named = java.groups()
+        what = _JAVA_ESCAPES.get(escape, "") if escape else ""
+        if named:
+            what = "named groups (?<name>...) (write (?P<name>...))"
+        if what:
+            break
+    if what:
+        raise InvalidOptionError(
+            f"option subscribePattern {pattern!r} uses Java regular expression syntax that "
+            f"Python's re, which rackafka uses, does not have: {what}"
+        )
+    with warnings.catch_warnings():
+        # Python reads Java's [a-z&&[^x]] and [a[b]] as plain characters (and warns).
+        warnings.simplefilter("error", FutureWarning)
+        try:
+            if _bracket_in_class(pattern):
+                raise FutureWarning("a [ inside a character class")
+            re.compile(pattern)
+        except FutureWarning:
+            raise InvalidOptionError(
+                f"option subscribePattern {pattern!r} uses Java's nested character classes or "
+                "class intersection ([a-z&&[^x]], [a[b]]), which Python's re, used by "
+                "rackafka, reads as plain characters: write the class out, as in [a-wyz]"
+            ) from None
+        except re.error as exc:
+            raise InvalidOptionError(
+                f"option subscribePattern is not a valid Python regular expression ({exc}); "
+                "rackafka matches topic names with Python's re, not Java's Pattern"
+            ) from None
+    return pattern
+
+
+def _consumer_option(
+    key: str, value: str, consumer: dict[str, Any], ignored: dict[str, str]
+) -> None:
     if key in _OWNED_BY_SOURCE:
         raise InvalidOptionError(f"option {key} is not supported: {_OWNED_BY_SOURCE[key]}")
+    if key in IGNORED_CONSUMER_OPTIONS:
+        ignored[key] = IGNORED_CONSUMER_OPTIONS[key]
+        return
     spec = _CONSUMER_OPTIONS.get(key)
     if spec is None:
-        known = ", ".join(sorted(_CONSUMER_OPTIONS))
-        raise InvalidOptionError(
-            f"unknown Kafka consumer option {key}; the kafka.* options rackafka knows are "
-            f"kafka.bootstrap.servers, kafka.client.rack, {known}"
-        )
+        # Spark hands every kafka.* option to the Java consumer, which only warns about
+        # names it does not know; so does this source.
+        ignored[key] = "not a Kafka consumer setting rackafka knows"
+        return
     keyword, kind = spec
     if kind is int:
         consumer[keyword] = _int(key, value, 0)
@@ -328,6 +590,19 @@ def _check_consumer(servers: str, consumer: dict[str, Any]) -> None:
         raise InvalidOptionError(f"invalid Kafka consumer option: {message}") from None
 
 
+_warned: set[tuple[str, str]] = set()
+
+
+def _warn_ignored(ignored: Mapping[str, str]) -> None:
+    """A WARNING for each ignored option, once per process (queries parse options often)."""
+    for key, why in sorted(ignored.items()):
+        if (key, why) in _warned:
+            continue
+        if len(_warned) < 1024:
+            _warned.add((key, why))
+        log.warning("rackafka source: option %s is ignored: %s", key, why)
+
+
 def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
     """Check the options of a read and turn them into :class:`SourceOptions`.
 
@@ -349,21 +624,18 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
         opts[key] = "" if raw_value is None else str(raw_value)
 
     consumer: dict[str, Any] = {}
+    ignored: dict[str, str] = {}
     for key in sorted(opts):
-        if key in _NOT_SUPPORTED:
-            raise InvalidOptionError(
-                f"option {_name(key)} of Spark's Kafka source is not supported by rackafka"
-            )
-        if key in _SOURCE_OPTIONS:
+        if key in _SOURCE_OPTIONS or key in SECURITY_OPTIONS:
             continue
         if key.startswith("kafka."):
-            _consumer_option(key, opts[key], consumer)
+            _consumer_option(key, opts[key], consumer, ignored)
             continue
-        raise InvalidOptionError(
-            f"unknown option {key!r} for the rackafka source; known options: "
-            + ", ".join(_name(k) for k in _SOURCE_OPTIONS)
-            + " and kafka.* consumer options"
-        )
+        if key in IGNORED_SOURCE_OPTIONS:
+            ignored[_name(key)] = IGNORED_SOURCE_OPTIONS[key]
+            continue
+        # Spark ignores options it does not know (a typo goes unnoticed there): warn.
+        ignored[key] = "not an option of the rackafka source (nor of Spark's Kafka source)"
 
     servers = opts.get("kafka.bootstrap.servers", "").strip()
     if not servers:
@@ -384,34 +656,15 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
         if not topics:
             raise InvalidOptionError("option subscribe must list at least one topic")
     elif strategy == "subscribepattern":
-        pattern = opts["subscribepattern"].strip()
-        if not pattern:
-            raise InvalidOptionError("option subscribePattern must not be empty")
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise InvalidOptionError(
-                f"option subscribePattern is not a valid regular expression: {exc}"
-            ) from None
+        pattern = _pattern(opts["subscribepattern"])
     else:
         assigned = _assign(opts["assign"])
 
-    starting = ending = None
-    if "startingoffsets" in opts:
-        allowed = ("earliest", "latest") if streaming else ("earliest",)
-        starting = _offset_spec("startingoffsets", opts["startingoffsets"], allowed)
-        if not streaming and any(v == LATEST for v in starting.offsets.values()):
-            raise InvalidOptionError(
-                "option startingOffsets cannot use -1 (latest) in a batch query"
-            )
-    if "endingoffsets" in opts:
-        if streaming:
-            raise InvalidOptionError("option endingOffsets is for batch queries only")
-        ending = _offset_spec("endingoffsets", opts["endingoffsets"], ("latest",))
-        if any(v == EARLIEST for v in ending.offsets.values()):
-            raise InvalidOptionError("option endingOffsets cannot use -2 (earliest)")
+    starting, ending = _start_and_end(opts, streaming)
     for spec, key in ((starting, "startingoffsets"), (ending, "endingoffsets")):
-        if spec is not None and spec.kind == "offsets" and strategy == "assign":
+        if spec is not None and spec.kind in ("offsets", "timestamps") and strategy == "assign":
+            if spec.kind == "timestamps":
+                key = key.replace("offsets", "offsetsbytimestamp")
             extra = sorted(set(spec.offsets) - set(assigned))
             if extra:
                 raise InvalidOptionError(
@@ -419,20 +672,42 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
                     + ", ".join(f"{t}-{p}" for t, p in extra)
                 )
 
-    max_per_trigger = None
-    if "maxoffsetspertrigger" in opts:
-        if not streaming:
-            raise InvalidOptionError("option maxOffsetsPerTrigger is for streaming queries only")
-        max_per_trigger = _int("maxoffsetspertrigger", opts["maxoffsetspertrigger"], 1)
+    max_per_trigger = min_per_trigger = None
+    delay_ms = 15 * 60 * 1000
+    if streaming:
+        if "maxoffsetspertrigger" in opts:
+            max_per_trigger = _int("maxoffsetspertrigger", opts["maxoffsetspertrigger"], 1)
+        if "minoffsetspertrigger" in opts:
+            min_per_trigger = _int("minoffsetspertrigger", opts["minoffsetspertrigger"], 1)
+        if "maxtriggerdelay" in opts:
+            delay_ms = _duration_ms("maxtriggerdelay", opts["maxtriggerdelay"])
+        if min_per_trigger and max_per_trigger and min_per_trigger > max_per_trigger:
+            raise InvalidOptionError(
+                f"option minOffsetsPerTrigger ({min_per_trigger}) is higher than "
+                f"maxOffsetsPerTrigger ({max_per_trigger})"
+            )
+    else:  # as Spark: a warning, and the batch reads its whole range
+        for key in ("maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay"):
+            if key in opts:
+                ignored[_name(key)] = "for streaming queries only"
+    by_ts_strategy = opts.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
+    if by_ts_strategy not in ("error", "latest"):
+        raise InvalidOptionError(
+            "option startingOffsetsByTimestampStrategy must be 'error' or 'latest', "
+            f"not {opts['startingoffsetsbytimestampstrategy']!r}"
+        )
     min_partitions = None
     if "minpartitions" in opts:
         min_partitions = _int("minpartitions", opts["minpartitions"], 1)
 
-    _check_consumer(servers, consumer)
-    rack_setting = opts.get("kafka.client.rack", "auto").strip()
+    security = parse_security(opts, servers)
+    _check_consumer(servers, {**consumer, **(security.consumer_kwargs() if security else {})})
+    rack_setting = opts.get("kafka.client.rack", RACK_FROM_ENV).strip()
     client_rack: str | None = rack_setting or None
 
+    _warn_ignored(ignored)
     return SourceOptions(
+        ignored=tuple(sorted(ignored.items())),
         bootstrap_servers=servers,
         strategy=_name(strategy),
         topics=topics,
@@ -441,6 +716,9 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
         starting=starting,
         ending=ending,
         max_offsets_per_trigger=max_per_trigger,
+        min_offsets_per_trigger=min_per_trigger,
+        max_trigger_delay_ms=delay_ms,
+        by_timestamp_strategy=by_ts_strategy,  # type: ignore[arg-type]
         min_partitions=min_partitions,
         include_headers=_bool("includeheaders", opts.get("includeheaders", "false")),
         fail_on_data_loss=_bool("failondataloss", opts.get("failondataloss", "true")),
@@ -450,7 +728,7 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
         ),
         offset_retries=_int("fetchoffset.numretries", opts.get("fetchoffset.numretries", "3"), 0),
         offset_retry_interval_ms=_int(
-            "fetchoffset.retryintervalms", opts.get("fetchoffset.retryintervalms", "1000"), 0
+            "fetchoffset.retryintervalms", opts.get("fetchoffset.retryintervalms", "10"), 0
         ),
         metrics_path=opts.get("rackafka.metricspath") or None,
         offsets_per_task=_int(
@@ -460,4 +738,5 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
         if "maxrecordsperpartition" in opts
         else None,
         consumer=consumer,
+        security=security,
     )

@@ -11,8 +11,8 @@ import asyncio
 import heapq
 import logging
 import re
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from rackafka.errors import KafkaError
 from rackafka.spark.options import EARLIEST, LATEST, InvalidOptionError, OffsetSpec, SourceOptions
@@ -25,6 +25,7 @@ __all__ = [
     "describe",
     "group_ranges",
     "limit_range_size",
+    "offsets_behind_latest",
     "offsets_from_json",
     "offsets_to_json",
     "plan_ranges",
@@ -75,6 +76,9 @@ class Snapshot:
 
     earliest: Mapping[TopicPartition, int]
     latest: Mapping[TopicPartition, int]
+    #: Answers to look-ups by timestamp: ``(partition, timestamp)`` to the offset of the
+    #: first record at or after the timestamp, ``None`` when there is none.
+    by_time: Mapping[tuple[TopicPartition, int], int | None] = field(default_factory=dict)
 
 
 # -- the offsets kept in Spark's checkpoint ----------------------------------------------
@@ -107,20 +111,29 @@ def offsets_from_json(data: Mapping[str, Mapping[str, int]]) -> Offsets:
 # -- ranges ---------------------------------------------------------------------------------
 
 
-def resolve_offsets(spec: OffsetSpec, snapshot: Snapshot, option: str) -> Offsets:
+def resolve_offsets(
+    spec: OffsetSpec, snapshot: Snapshot, option: str, missing_time: str = "latest"
+) -> Offsets:
     """The offset of every partition of ``snapshot`` that ``spec`` names.
 
-    ``-2`` and ``-1`` in JSON offsets become the earliest and latest offsets.
+    ``-2`` and ``-1`` in JSON offsets become the earliest and latest offsets. A timestamp
+    becomes the offset of the first record at or after it (looked up by :func:`describe`);
+    where there is none, ``missing_time`` decides: ``"latest"`` takes the latest offset,
+    ``"error"`` raises (``startingOffsetsByTimestampStrategy``).
 
     Raises:
-        InvalidOptionError: JSON offsets that miss partitions of the query, or name
-            partitions that do not exist.
+        InvalidOptionError: JSON offsets or timestamps that miss partitions of the query,
+            or name partitions that do not exist; a timestamp after the last record of a
+            partition with ``missing_time="error"``.
     """
     if spec.kind == "earliest":
         return dict(snapshot.earliest)
     if spec.kind == "latest":
         return dict(snapshot.latest)
-    wanted = {TopicPartition(t, p): off for (t, p), off in spec.offsets.items()}
+    if spec.kind == "timestamp":
+        wanted = {tp: spec.timestamp or 0 for tp in snapshot.latest}
+    else:
+        wanted = {TopicPartition(t, p): off for (t, p), off in spec.offsets.items()}
     unknown = sorted(set(wanted) - set(snapshot.latest))
     if unknown:
         raise InvalidOptionError(
@@ -130,18 +143,39 @@ def resolve_offsets(spec: OffsetSpec, snapshot: Snapshot, option: str) -> Offset
     missing = sorted(set(snapshot.latest) - set(wanted))
     if missing:
         raise InvalidOptionError(
-            f"option {option} must give an offset (or -2/-1) for every partition the query "
-            "reads; missing: " + ", ".join(f"{tp.topic}-{tp.partition}" for tp in missing)
+            f"option {option} must give a {'timestamp' if spec.by_time else 'offset (or -2/-1)'}"
+            " for every partition the query reads; missing: "
+            + ", ".join(f"{tp.topic}-{tp.partition}" for tp in missing)
         )
     out: Offsets = {}
     for tp, off in wanted.items():
-        if off == EARLIEST:
+        if spec.by_time:
+            out[tp] = _offset_at(tp, off, snapshot, option, missing_time)
+        elif off == EARLIEST:
             out[tp] = snapshot.earliest[tp]
         elif off == LATEST:
             out[tp] = snapshot.latest[tp]
         else:
             out[tp] = off
     return out
+
+
+def _offset_at(
+    tp: TopicPartition, timestamp: int, snapshot: Snapshot, option: str, missing_time: str
+) -> int:
+    if (tp, timestamp) not in snapshot.by_time:
+        raise ValueError(f"{tp.topic}-{tp.partition} was not looked up at {timestamp}")
+    found = snapshot.by_time[(tp, timestamp)]
+    if found is not None:
+        # Under read_committed the latest offset is the last stable one: not beyond it.
+        return max(snapshot.earliest[tp], min(found, snapshot.latest[tp]))
+    if missing_time == "error":
+        raise InvalidOptionError(
+            f"option {option}: {tp.topic}-{tp.partition} has no record at or after "
+            f"timestamp {timestamp}; set startingOffsetsByTimestampStrategy to 'latest' to "
+            "start such partitions at their latest offset"
+        )
+    return snapshot.latest[tp]
 
 
 def plan_ranges(
@@ -327,16 +361,36 @@ def rate_limit(
     return out
 
 
+def offsets_behind_latest(
+    consumed: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int]
+) -> dict[str, str]:
+    """Spark's Kafka source metrics: how many offsets each partition is behind its latest.
+
+    ``avgOffsetsBehindLatest``, ``maxOffsetsBehindLatest`` and ``minOffsetsBehindLatest``
+    over the partitions of ``latest`` (a partition missing from ``consumed`` is behind by
+    all of it), as strings as Spark reports them; empty when there is no partition.
+    """
+    behind = [max(0, off - consumed.get(tp, 0)) for tp, off in latest.items()]
+    if not behind:
+        return {}
+    return {
+        "avgOffsetsBehindLatest": str(float(sum(behind)) / len(behind)),
+        "maxOffsetsBehindLatest": str(max(behind)),
+        "minOffsetsBehindLatest": str(min(behind)),
+    }
+
+
 # -- asking the cluster ----------------------------------------------------------------------
 
 
-async def describe(opts: SourceOptions) -> Snapshot:
+async def describe(opts: SourceOptions, times: Sequence[OffsetSpec | None] = ()) -> Snapshot:
     """The partitions the query reads, with their earliest and latest offsets.
 
     ``subscribe``: the partitions of the listed topics that exist (a topic that does not
     exist yet has none); ``subscribePattern``: of every topic whose whole name matches;
     ``assign``: exactly the listed partitions, which must exist. Under ``read_committed``
-    the latest offset is the last stable offset.
+    the latest offset is the last stable offset. The timestamps of the specs in ``times``
+    that look up offsets by time are looked up too (:attr:`Snapshot.by_time`).
 
     Retries ``fetchOffset.numRetries`` times, ``fetchOffset.retryIntervalMs`` apart.
 
@@ -347,7 +401,7 @@ async def describe(opts: SourceOptions) -> Snapshot:
     attempt = 0
     while True:
         try:
-            return await _describe_once(opts)
+            return await _describe_once(opts, [s for s in times if s is not None and s.by_time])
         except KafkaError as exc:
             if isinstance(exc, InvalidOptionError) or attempt >= opts.offset_retries:
                 raise
@@ -362,13 +416,13 @@ async def describe(opts: SourceOptions) -> Snapshot:
             await asyncio.sleep(opts.offset_retry_interval_ms / 1000)
 
 
-async def _describe_once(opts: SourceOptions) -> Snapshot:
+async def _describe_once(opts: SourceOptions, times: list[OffsetSpec]) -> Snapshot:
     from rackafka.consumer.consumer import AIOKafkaConsumer
 
     consumer: AIOKafkaConsumer[bytes, bytes] = AIOKafkaConsumer(
         bootstrap_servers=opts.bootstrap_servers,
         enable_auto_commit=False,
-        **opts.consumer,
+        **opts.consumer_kwargs(),
     )
     await consumer.start()
     try:
@@ -378,7 +432,18 @@ async def _describe_once(opts: SourceOptions) -> Snapshot:
             return Snapshot({}, {})
         earliest = await consumer.beginning_offsets(tps)
         latest = await consumer.end_offsets(tps)
-        return Snapshot(earliest, latest)
+        by_time: dict[tuple[TopicPartition, int], int | None] = {}
+        for spec in times:
+            wanted = {
+                TopicPartition(t, p): ts
+                for (t, p), ts in spec.timestamps((tp.topic, tp.partition) for tp in tps).items()
+            }
+            if wanted:
+                found = await consumer.offsets_for_times(wanted)
+                for tp, ts in wanted.items():
+                    hit = found.get(tp)
+                    by_time[(tp, ts)] = hit.offset if hit is not None else None
+        return Snapshot(earliest, latest, by_time)
     finally:
         await consumer.stop()
 

@@ -18,11 +18,19 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
+from itertools import chain, repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from rackafka.errors import KafkaError, OffsetOutOfRangeError
-from rackafka.spark.options import EARLIEST, SourceOptions, resolve_client_rack
+from rackafka.errors import KafkaError, KafkaTimeoutError, OffsetOutOfRangeError
+from rackafka.spark.options import (
+    CLIENT_RACK_ENV,
+    EARLIEST,
+    RACK_AUTO,
+    RACK_FROM_ENV,
+    SourceOptions,
+    resolve_client_rack,
+)
 from rackafka.spark.planning import DataLossError, OffsetRange
 from rackafka.structs import TopicPartition
 
@@ -35,6 +43,7 @@ __all__ = [
     "read_range",
     "read_ranges",
     "read_task_reports",
+    "parts_to_arrow",
     "to_arrow",
 ]
 
@@ -96,24 +105,53 @@ def to_arrow(
     ``records`` are the consumer's record tuples (``record_tuples=True``: offset,
     timestamp, timestamp type, key, value, checksum, key size, value size, headers).
     """
+    return parts_to_arrow([(topic, partition, records)], schema)
+
+
+def parts_to_arrow(
+    parts: Sequence[tuple[str, int, Sequence[tuple[Any, ...]]]], schema: pa.Schema
+) -> pa.RecordBatch:
+    """The records of several partitions, ``(topic, partition, records)`` each, as one
+    Arrow record batch (in that order): one batch per fetch instead of one per partition,
+    since each batch costs Spark a fixed amount whatever its size."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     # pc.call_function: the generated wrappers (pc.add, ...) cost ~80 us a call.
     call = pc.call_function
-    n = len(records)
-    first = records[0][0]
-    if records[-1][0] - first == n - 1:  # no gap, the common case: first, first + 1, ...
-        ones = pa.repeat(pa.scalar(1, pa.int64()), n)
-        offsets = call("add", [call("cumulative_sum", [ones]), pa.scalar(first - 1, pa.int64())])
+    if len(parts) == 1:
+        topic, partition, records = parts[0]
+        n = len(records)
+        topics = pa.repeat(pa.scalar(topic, pa.string()), n)
+        partitions = pa.repeat(pa.scalar(partition, pa.int32()), n)
+        first = records[0][0]
+        if records[-1][0] - first == n - 1:  # no gap, the common case: first, first + 1, ...
+            ones = pa.repeat(pa.scalar(1, pa.int64()), n)
+            offsets = call(
+                "add", [call("cumulative_sum", [ones]), pa.scalar(first - 1, pa.int64())]
+            )
+        else:
+            offsets = pa.array(list(map(_get_offset, records)), pa.int64())
     else:
+        records = list(chain.from_iterable(part[2] for part in parts))
+        n = len(records)
+        names = {part[0] for part in parts}
+        if len(names) == 1:
+            topics = pa.repeat(pa.scalar(parts[0][0], pa.string()), n)
+        else:
+            topics = pa.array(
+                list(chain.from_iterable(repeat(t, len(rs)) for t, _p, rs in parts)), pa.string()
+            )
+        partitions = pa.array(
+            list(chain.from_iterable(repeat(p, len(rs)) for _t, p, rs in parts)), pa.int32()
+        )
         offsets = pa.array(list(map(_get_offset, records)), pa.int64())
     keys = list(map(_get_key, records))
     columns = [
         pa.nulls(n, pa.binary()) if keys.count(None) == n else pa.array(keys, pa.binary()),
         pa.array(list(map(_get_value, records)), pa.binary()),
-        pa.repeat(pa.scalar(topic, pa.string()), n),
-        pa.repeat(pa.scalar(partition, pa.int32()), n),
+        topics,
+        partitions,
         offsets,
         call(
             "multiply",
@@ -157,6 +195,9 @@ class TaskReport:
     finished: bool = False
     host: str = ""
     pid: int = 0
+    #: How the task found its rack: ``option``, ``environment RACKAFKA_CLIENT_RACK``, or
+    #: the source of the zone ``kafka.client.rack=auto`` detected (``none``: no rack found).
+    rack_source: str = ""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -196,23 +237,27 @@ def read_ranges(
     opts: SourceOptions, ranges: Sequence[OffsetRange], schema: pa.Schema
 ) -> Iterator[pa.RecordBatch]:
     """Read the records of ``ranges`` (one per partition at most) with one consumer, and
-    yield them as Arrow record batches of ``schema`` (each batch from one partition).
+    yield them as Arrow record batches of ``schema`` (one per fetch, of one or more
+    partitions).
 
     The partitions are fetched together, as ``getmany`` does. Offsets that do not hold a
     record (transaction markers, compacted or aborted records under ``read_committed``)
     are passed over. Records that are gone raise
     :class:`~rackafka.spark.planning.DataLossError`, or are logged and skipped with
-    ``failOnDataLoss=false``; so is a range that makes no progress for
-    ``kafkaConsumer.pollTimeoutMs``.
+    ``failOnDataLoss=false``.  A range that makes no progress for
+    ``kafkaConsumer.pollTimeoutMs`` is checked against the partition's offsets: records
+    that are gone are data loss; records that exist but do not come raise
+    :exc:`~rackafka.errors.KafkaTimeoutError` (the task fails and Spark retries it).
     """
     from rackafka.consumer.consumer import AIOKafkaConsumer
 
     rack = resolve_client_rack(opts.client_rack)
     report = TaskReport(
         [[r.topic, r.partition, r.start, r.end] for r in ranges],
-        rack,
+        None if rack == RACK_AUTO else rack,
         host=socket.gethostname(),
         pid=os.getpid(),
+        rack_source=_rack_source(opts.client_rack, rack),
     )
     started = time.monotonic()
     todo: dict[TopicPartition, _Range] = {}
@@ -236,7 +281,7 @@ def read_ranges(
             enable_auto_commit=False,
             auto_offset_reset="none",
             record_tuples=True,
-            **{"fetch_max_wait_ms": TASK_FETCH_MAX_WAIT_MS, **opts.consumer},
+            **{"fetch_max_wait_ms": TASK_FETCH_MAX_WAIT_MS, **opts.consumer_kwargs()},
         )
         run(_open(consumer, todo))
         for tp in [tp for tp, r in todo.items() if r.position >= r.end]:
@@ -267,6 +312,7 @@ def read_ranges(
                         _finish(consumer, todo, tp)
                 continue
             now = time.monotonic()
+            parts = []
             for tp, records in got.items():
                 got_range = todo.get(tp)
                 if got_range is None or not records:
@@ -280,9 +326,11 @@ def read_ranges(
                 got_range.progress_at = now
                 if records:
                     report.records += len(records)
-                    yield to_arrow(records, tp.topic, tp.partition, schema)
+                    parts.append((tp.topic, tp.partition, records))
                 if got_range.position >= got_range.end:
                     _finish(consumer, todo, tp)
+            if parts:
+                yield parts_to_arrow(parts, schema)
             # Ranges that got nothing: the position may still move past offsets without
             # records (checked when nothing came at all), or the range may be stalled.
             for tp in list(todo):
@@ -296,15 +344,9 @@ def read_ranges(
                     if r.position >= r.end:
                         _finish(consumer, todo, tp)
                 elif now - r.progress_at > limit_s:
-                    _data_loss(
-                        opts,
-                        report,
-                        f"no record of {tp.topic}-{tp.partition} at offsets {r.position} to "
-                        f"{r.end - 1} arrived within kafkaConsumer.pollTimeoutMs "
-                        f"({opts.poll_timeout_ms} ms): they may be gone",
-                        r.end - r.position,
-                    )
-                    _finish(consumer, todo, tp)
+                    run(_stalled(consumer, tp, r, opts, report))
+                    if r.position >= r.end:
+                        _finish(consumer, todo, tp)
         report.finished = True
     finally:
         try:
@@ -314,6 +356,49 @@ def read_ranges(
         finally:
             loop.close()
             _publish(report, opts.metrics_path)
+
+
+async def _stalled(
+    consumer: Any, tp: TopicPartition, r: _Range, opts: SourceOptions, report: TaskReport
+) -> None:
+    """Nothing arrived for ``tp`` within ``kafkaConsumer.pollTimeoutMs``: lost, or slow?
+
+    As Spark's Kafka source: records that no longer exist (the log now starts after the
+    position, or ends before it) are data loss; records that exist but did not come in
+    time fail the task (Spark runs it again), whatever ``failOnDataLoss`` says.
+    """
+    begin = (await consumer.beginning_offsets([tp]))[tp]
+    end = (await consumer.end_offsets([tp]))[tp]
+    where = f"{tp.topic}-{tp.partition}"
+    if begin > r.position:
+        _data_loss(
+            opts,
+            report,
+            f"offsets {r.position} to {min(begin, r.end) - 1} of {where} are gone: "
+            f"the partition now starts at offset {begin}",
+            min(begin, r.end) - r.position,
+        )
+        r.position = min(begin, r.end)
+        if r.position < r.end:
+            consumer.seek(tp, r.position)
+    elif end <= r.position:
+        _data_loss(
+            opts,
+            report,
+            f"no record of {where} at offsets {r.position} to {r.end - 1} arrived within "
+            f"kafkaConsumer.pollTimeoutMs ({opts.poll_timeout_ms} ms): they may be gone "
+            f"(the partition ends at offset {end})",
+            r.end - r.position,
+        )
+        r.position = r.end
+    else:
+        raise KafkaTimeoutError(
+            f"no record of {where} at offset {r.position} arrived within "
+            f"kafkaConsumer.pollTimeoutMs ({opts.poll_timeout_ms} ms), though the partition "
+            f"holds offsets {begin} to {end - 1}: a slow or unreachable broker, not data "
+            "loss; the task fails so that Spark runs it again"
+        )
+    r.progress_at = time.monotonic()
 
 
 def _start_guess(r: _Range) -> int:
@@ -378,7 +463,19 @@ async def _after_loss(
     return resume
 
 
+def _rack_source(setting: str | None, rack: str | None) -> str:
+    if setting in (RACK_FROM_ENV, RACK_AUTO):
+        if rack is None:
+            return "none"
+        return "detected" if rack == RACK_AUTO else f"environment {CLIENT_RACK_ENV}"
+    return "option" if rack is not None else "none"
+
+
 def _fill_report(report: TaskReport, consumer: Any, started: float) -> None:
+    decision = getattr(consumer, "rack_decision", None)
+    if decision is not None:  # kafka.client.rack=auto detected the zone on this executor
+        report.client_rack = decision.rack
+        report.rack_source = decision.source
     try:
         stats = consumer.fetch_stats()
     except KafkaError:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import math
+import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +19,7 @@ from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
     ReadMaxRows,
+    ReadMinRows,
     SupportsTriggerAvailableNow,
 )
 from pyspark.sql.types import (
@@ -29,7 +33,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from rackafka.spark.options import InvalidOptionError, SourceOptions, parse_options
+from rackafka.spark.options import InvalidOptionError, OffsetSpec, SourceOptions, parse_options
 from rackafka.spark.planning import (
     OffsetRange,
     Snapshot,
@@ -50,7 +54,7 @@ if TYPE_CHECKING:
 
     from rackafka.structs import TopicPartition
 
-__all__ = ["RackafkaDataSource", "RangePartition", "kafka_schema"]
+__all__ = ["RackafkaDataSource", "RangePartition", "kafka_schema", "source_for"]
 
 
 def kafka_schema(include_headers: bool = False) -> StructType:
@@ -85,10 +89,14 @@ class RangePartition(InputPartition):
 def _tasks(ranges: list[OffsetRange], opts: SourceOptions) -> list[InputPartition]:
     ranges = limit_range_size(ranges, opts.max_records_per_partition)
     ranges = split_ranges(ranges, opts.min_partitions)
-    return [
-        RangePartition(task)
-        for task in group_ranges(ranges, opts.offsets_per_task, opts.min_partitions)
-    ]
+    # Every core gets a task (Spark's source: one per topic-partition), but ranges beyond
+    # that are read together when they are small: a task costs tens of milliseconds.
+    parallelism = opts.default_parallelism or len({r.tp for r in ranges})
+    min_tasks = max(opts.min_partitions or 0, parallelism)
+    if opts.max_records_per_partition:
+        # Spark's meaning: no task reads more than that many records.
+        min_tasks = len(ranges)
+    return [RangePartition(task) for task in group_ranges(ranges, opts.offsets_per_task, min_tasks)]
 
 
 class RackafkaDataSource(DataSource):
@@ -111,9 +119,16 @@ class RackafkaDataSource(DataSource):
     each task writes what it read from which rack).
     """
 
+    #: Spark's ``defaultParallelism`` where the source was registered (see :func:`source_for`).
+    default_parallelism: int | None = None
+
     @classmethod
     def name(cls) -> str:
         return "rackafka"
+
+    def _options(self, streaming: bool) -> SourceOptions:
+        opts = parse_options(dict(self.options), streaming=streaming)
+        return dataclasses.replace(opts, default_parallelism=self.default_parallelism)
 
     def schema(self) -> StructType:
         value = str(self.options.get("includeHeaders", "false")).strip().lower()
@@ -124,10 +139,32 @@ class RackafkaDataSource(DataSource):
         return kafka_schema(value == "true")
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return BatchReader(parse_options(dict(self.options), streaming=False), schema)
+        return BatchReader(self._options(streaming=False), schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 (Spark API)
-        return StreamReader(parse_options(dict(self.options), streaming=True), schema)
+        return StreamReader(self._options(streaming=True), schema)
+
+
+def source_for(default_parallelism: int | None) -> type[RackafkaDataSource]:
+    """The source class to register with a session whose ``defaultParallelism`` is given.
+
+    Spark plans a Python source's reads in worker processes that cannot ask the session,
+    so the number travels in the class: a subclass pickled by value.
+    """
+    if not default_parallelism or default_parallelism < 1:
+        return RackafkaDataSource
+    name = f"RackafkaDataSource_{int(default_parallelism)}"
+    return type(
+        name,
+        (RackafkaDataSource,),
+        {
+            "default_parallelism": int(default_parallelism),
+            "__module__": __name__,
+            # Not an attribute of this module: cloudpickle sends the class by value.
+            "__qualname__": name,
+            "__doc__": RackafkaDataSource.__doc__,
+        },
+    )
 
 
 def _read(opts: SourceOptions, schema: StructType, partition: InputPartition) -> Iterator[Any]:
@@ -159,6 +196,12 @@ def _check_schema(schema: StructType, opts: SourceOptions) -> None:
         )
 
 
+def _option(side: str, spec: OffsetSpec | None) -> str:
+    """The option a start or end came from, for messages."""
+    suffix = {"timestamp": "Timestamp", "timestamps": "OffsetsByTimestamp"}
+    return side + suffix.get(spec.kind if spec else "", "Offsets")
+
+
 class BatchReader(DataSourceReader):
     """``spark.read``: offset ranges fixed when the query is planned."""
 
@@ -169,9 +212,14 @@ class BatchReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         opts = self.opts
-        snapshot = asyncio.run(describe(opts))
-        start = resolve_offsets(opts.starting_or("earliest"), snapshot, "startingOffsets")
-        end = resolve_offsets(opts.ending_or("latest"), snapshot, "endingOffsets")
+        snapshot = asyncio.run(describe(opts, (opts.starting, opts.ending)))
+        start = resolve_offsets(
+            opts.starting_or("earliest"),
+            snapshot,
+            _option("starting", opts.starting),
+            opts.by_timestamp_strategy,
+        )
+        end = resolve_offsets(opts.ending_or("latest"), snapshot, _option("ending", opts.ending))
         for tp in sorted(end):
             if start[tp] > end[tp]:
                 raise InvalidOptionError(
@@ -196,21 +244,32 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.target: dict[TopicPartition, int] | None = None
         # The newest offsets seen by latestOffset(), for Spark's progress reports.
         self.seen_latest: dict[str, Any] | None = None
+        # minOffsetsPerTrigger: when the last micro-batch was let through (monotonic s).
+        self.last_trigger = 0.0
 
     def _snapshot(self) -> Snapshot:
         return asyncio.run(describe(self.opts))
 
     def initialOffset(self) -> dict[str, Any]:  # noqa: N802 (Spark API)
-        snapshot = self._snapshot()
-        start = resolve_offsets(self.opts.starting_or("latest"), snapshot, "startingOffsets")
+        opts = self.opts
+        snapshot = asyncio.run(describe(opts, (opts.starting,)))
+        start = resolve_offsets(
+            opts.starting_or("latest"),
+            snapshot,
+            _option("starting", opts.starting),
+            opts.by_timestamp_strategy,
+        )
         return offsets_to_json(start)
 
     def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802 (Spark API)
         self.target = dict(self._snapshot().latest)
 
     def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802 (Spark API)
+        # Spark's Python sources take one limit; latestOffset applies both options.
         if self.opts.max_offsets_per_trigger is not None:
             return ReadMaxRows(self.opts.max_offsets_per_trigger)
+        if self.opts.min_offsets_per_trigger is not None:
+            return ReadMinRows(self.opts.min_offsets_per_trigger)
         return ReadAllAvailable()
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:  # noqa: N802 (Spark API)
@@ -227,9 +286,21 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 for tp, off in latest.items()
                 if tp in target or tp in begin
             }
-        if isinstance(limit, ReadMaxRows):
-            known = {tp: begin.get(tp, snapshot.earliest.get(tp, 0)) for tp in latest}
-            latest = rate_limit(known, latest, limit.max_rows)
+        known = {tp: begin.get(tp, snapshot.earliest.get(tp, 0)) for tp in latest}
+        if isinstance(limit, ReadAllAvailable):
+            return offsets_to_json(latest)
+        # The source's own limits (Spark passes back the default one, whichever it is).
+        opts = self.opts
+        if opts.min_offsets_per_trigger is not None and self.target is None:
+            now = time.monotonic()
+            waited_ms = (now - self.last_trigger) * 1000 if self.last_trigger else math.inf
+            if waited_ms < opts.max_trigger_delay_ms:
+                new = sum(max(0, off - known[tp]) for tp, off in latest.items())
+                if new < opts.min_offsets_per_trigger:
+                    return start  # wait for more records or for maxTriggerDelay
+            self.last_trigger = now
+        if opts.max_offsets_per_trigger is not None:
+            latest = rate_limit(known, latest, opts.max_offsets_per_trigger)
         return offsets_to_json(latest)
 
     def reportLatestOffset(self) -> dict[str, Any] | None:  # noqa: N802 (Spark API)

@@ -5,6 +5,9 @@
 injection for rack-aware fetching (KIP-392): preferred read replicas, lagging followers,
 leader moves, brokers going down, request errors, old API versions and request tracking.
 
+:class:`FakeBroker` is a small broker of rackafka's own whose every answer a test can
+replace, for hostile-input and fault tests.
+
 ``python -m rackafka.testing serve`` runs one for another process; the pytest plugin
 ``rackafka.testing.pytest_plugin`` provides fixtures. See ``docs/testing.rst``.
 """
@@ -30,8 +33,13 @@ from .cluster import (
     probe_api_versions,
 )
 from .compose import ComposeCluster, DockerUnavailableError, FaultInjectionUnsupportedError
+from .fake_broker import NO_RESPONSE, FakeBroker, FakeRequest
+from .secure_front import FrontStats, SecureFront
+from .spark_standalone import SparkStandaloneCluster, SparkUnavailableError
+from .zones import offline_zone_environ
 
 __all__ = [
+    "offline_zone_environ",
     "API_NAMES",
     "COMPRESSION_TYPES",
     "DISCONNECT",
@@ -41,12 +49,19 @@ __all__ = [
     "DockerUnavailableError",
     "EmbeddedCluster",
     "EmbeddedClusterError",
+    "FakeBroker",
+    "FakeRequest",
     "FaultInjectionUnsupportedError",
+    "FrontStats",
     "LibrdkafkaNotFoundError",
+    "NO_RESPONSE",
     "PartitionInfo",
     "ProduceError",
     "ProduceResult",
     "RequestRecord",
+    "SecureFront",
+    "SparkStandaloneCluster",
+    "SparkUnavailableError",
     "TransactionResult",
     "TransactionalProduceResult",
     "api_key",

@@ -2,8 +2,10 @@
 
 The server prints ``BOOTSTRAP=host:port,...`` on one line once the topics are created and
 filled, then reads control commands on stdin, one per line, and answers each with one line,
-``OK`` (maybe followed by a space and JSON) or ``ERR message``. It exits on ``quit``, at the
-end of its input, or on SIGTERM/SIGINT, after closing the cluster. ``help`` lists commands.
+``OK`` (maybe followed by a space and JSON) or ``ERR message``. It exits on ``quit`` or on
+SIGTERM/SIGINT, after closing the cluster; at the end of its input (``/dev/null``, a
+background job, a container without a terminal) it keeps serving, unless
+``--exit-on-eof`` is given. ``help`` lists commands.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import logging
 import shlex
 import signal
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from types import FrameType
@@ -345,8 +348,8 @@ def _parser() -> argparse.ArgumentParser:
         description=(
             "Start a cluster, create the topics, produce the messages, print one line "
             "'BOOTSTRAP=host:port,...', then execute one control command per stdin line "
-            "(answering 'OK ...' or 'ERR ...'; 'help' lists them) until 'quit', end of "
-            "input, SIGTERM or SIGINT."
+            "(answering 'OK ...' or 'ERR ...'; 'help' lists them) until 'quit', "
+            "SIGTERM or SIGINT (or the end of input, with --exit-on-eof)."
         ),
     )
     serve.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
@@ -376,8 +379,52 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--track-requests", action="store_true", help="start request tracking at once"
     )
+    serve.add_argument(
+        "--exit-on-eof",
+        action="store_true",
+        help="stop at the end of standard input (default: keep serving until a signal)",
+    )
+    serve.add_argument(
+        "--security-protocol",
+        choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+        default="PLAINTEXT",
+        help="put a TLS/SASL front before the brokers (prints CA_FILE=... before BOOTSTRAP=...)",
+    )
+    serve.add_argument(
+        "--sasl-mechanism",
+        action="append",
+        default=[],
+        metavar="MECHANISM",
+        help="enable a SASL mechanism (repeatable; default: PLAIN, SCRAM-SHA-256/512, OAUTHBEARER)",
+    )
+    serve.add_argument(
+        "--user",
+        action="append",
+        type=_user_spec,
+        default=[],
+        metavar="NAME:PASSWORD",
+        help="a PLAIN/SCRAM user (repeatable)",
+    )
+    serve.add_argument(
+        "--session-lifetime-ms",
+        type=int,
+        default=None,
+        help="SASL session lifetime the front grants (KIP-368 re-authentication)",
+    )
+    serve.add_argument(
+        "--require-client-cert",
+        action="store_true",
+        help="mutual TLS (prints CLIENT_CERT=... and CLIENT_KEY=...)",
+    )
     serve.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
     return parser
+
+
+def _user_spec(text: str) -> tuple[str, str]:
+    name, sep, password = text.partition(":")
+    if not sep or not name or not password:
+        raise argparse.ArgumentTypeError("a user is NAME:PASSWORD")
+    return name, password
 
 
 def serve(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
@@ -396,7 +443,17 @@ def serve(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
     cluster: EmbeddedCluster | None = None
     try:
         try:
-            cluster = EmbeddedCluster(brokers=args.brokers, racks=racks)
+            security: dict[str, Any] = {}
+            protocol = getattr(args, "security_protocol", "PLAINTEXT")
+            if protocol != "PLAINTEXT":
+                security = {
+                    "security_protocol": protocol,
+                    "sasl_mechanisms": args.sasl_mechanism or None,
+                    "users": dict(args.user),
+                    "session_lifetime_ms": args.session_lifetime_ms,
+                    "require_client_cert": args.require_client_cert,
+                }
+            cluster = EmbeddedCluster(brokers=args.brokers, racks=racks, **security)
             cluster.start()
             for name, partitions, rf in args.topic:
                 cluster.create_topic(name, partitions, rf)
@@ -417,12 +474,26 @@ def serve(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
             stdout.write(f"ERR startup failed: {message}\n")
             stdout.flush()
             return 1
+        front = cluster.front
+        if front is not None:
+            stdout.write(f"SECURITY_PROTOCOL={front.security_protocol}\n")
+            if front.ca_file:
+                stdout.write(f"CA_FILE={front.ca_file}\n")
+            if front.require_client_cert:
+                stdout.write(f"CLIENT_CERT={front.client_cert_file}\n")
+                stdout.write(f"CLIENT_KEY={front.client_key_file}\n")
+            if front.mechanisms:
+                stdout.write(f"SASL_MECHANISMS={','.join(front.mechanisms)}\n")
         stdout.write(f"BOOTSTRAP={cluster.bootstrap_servers}\n")
         stdout.flush()
         interpreter = CommandInterpreter(cluster)
         while True:
             line = stdin.readline()
             if not line:
+                if not getattr(args, "exit_on_eof", False):
+                    log.info("end of standard input: serving until SIGTERM or SIGINT")
+                    while True:
+                        time.sleep(3600)  # a signal ends it (_Terminate)
                 break
             if not line.strip() or line.lstrip().startswith("#"):
                 continue

@@ -425,6 +425,31 @@ class EmbeddedCluster(_ClientMixin):
             of a new group (Kafka's ``group.initial.rebalance.delay.ms``; the mock's own
             default is 3000).
         metadata_timeout: seconds to wait for the cluster's metadata in :meth:`create_topic`.
+        security_protocol: ``PLAINTEXT`` (default) or ``SSL``, ``SASL_PLAINTEXT``,
+            ``SASL_SSL``: clients then reach the brokers through a
+            :class:`~rackafka.testing.SecureFront` (TLS with a test CA, SASL as a broker
+            does it) and :attr:`bootstrap_servers` names the front; :attr:`front` gives its
+            CA file and ready client options.
+        sasl_mechanisms: the SASL mechanisms the front enables (default: PLAIN, SCRAM-SHA-256,
+            SCRAM-SHA-512, OAUTHBEARER).
+        users: ``{name: password}`` of PLAIN and SCRAM users.
+        session_lifetime_ms: the SASL session lifetime (KIP-368) the front grants.
+        require_client_cert: mutual TLS.
+        oauth_validator: ``validator(token, extensions) -> bool`` for OAUTHBEARER.
+        replica_selector: ``"rack-aware"``: the brokers select a preferred read replica
+            for each client by the ``rack_id`` of its Fetch requests, as Kafka's
+            ``RackAwareReplicaSelector`` does, so consumers in different racks each read
+            their own rack's replica (KIP-392). Clients then connect through a
+            :class:`~rackafka.testing.SecureFront` that plays the selector (PLAINTEXT
+            unless ``security_protocol`` says otherwise); :attr:`front` ``.stats`` counts
+            the bytes each broker served to each client rack. Do not combine it with
+            :meth:`emulate_rack_aware_selector` or :meth:`set_preferred_read_replica`,
+            which set one hint for every client.
+
+    The mock brokers answer every look-up by timestamp (``offsets_for_times``, ListOffsets
+    with a timestamp) with "no such record"; a cluster with a front (``security_protocol``
+    other than PLAINTEXT, or ``replica_selector``) answers them from the records, as a
+    broker's time index does.
 
     Raises:
         ConfluentKafkaMissingError: (an :class:`ImportError`) confluent-kafka is not installed.
@@ -439,6 +464,13 @@ class EmbeddedCluster(_ClientMixin):
         *,
         group_initial_rebalance_delay_ms: int = 0,
         metadata_timeout: float = 10.0,
+        security_protocol: str = "PLAINTEXT",
+        sasl_mechanisms: Sequence[str] | None = None,
+        users: dict[str, str] | None = None,
+        session_lifetime_ms: int | None = None,
+        require_client_cert: bool = False,
+        oauth_validator: Any = None,
+        replica_selector: str | None = None,
     ) -> None:
         if isinstance(brokers, bool) or not isinstance(brokers, int) or brokers < 1:
             raise ValueError(f"brokers must be an int >= 1, got {brokers!r}")
@@ -465,6 +497,26 @@ class EmbeddedCluster(_ClientMixin):
         self._partitions: dict[str, list[PartitionInfo]] = {}
         self._selector: tuple[str, frozenset[str] | None, bool] | None = None
         self._original_versions: dict[int, tuple[int, int]] = {}
+        self._front_options: dict[str, Any] | None = None
+        #: ``"rack-aware"`` when the brokers select replicas per client rack, else ``None``.
+        self.replica_selector = replica_selector
+        if replica_selector is not None and replica_selector != "rack-aware":
+            raise ValueError(
+                f"replica_selector must be 'rack-aware' or None, not {replica_selector!r}"
+            )
+        if security_protocol != "PLAINTEXT" or replica_selector is not None:
+            if security_protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
+                raise ValueError(f"unknown security_protocol {security_protocol!r}")
+            self._front_options = {
+                "replica_selector": replica_selector,
+                "security_protocol": security_protocol,
+                "sasl_mechanisms": sasl_mechanisms,
+                "users": users,
+                "session_lifetime_ms": session_lifetime_ms,
+                "require_client_cert": require_client_cert,
+                "oauth_validator": oauth_validator,
+            }
+        self._front: Any = None
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> EmbeddedCluster:
@@ -516,6 +568,15 @@ class EmbeddedCluster(_ClientMixin):
                 for key, (lo, hi) in MOCK_PARSED_GROUP_VERSIONS.items():
                     self._call("rd_kafka_mock_set_apiversion", handles.mc, key, lo, hi)
                 handles.clients = ClientPool(self._bootstrap)
+                if self._front_options is not None:
+                    from rackafka.testing.secure_front import SecureFront
+
+                    self._front = SecureFront(
+                        {n: (b.host, b.port) for n, b in self._brokers.items()},
+                        racks={n: b.rack for n, b in self._brokers.items()},
+                        down_brokers=self._down,
+                        **self._front_options,
+                    ).start()
             except BaseException:
                 self._state = "closed"
                 self._finalizer()
@@ -528,6 +589,9 @@ class EmbeddedCluster(_ClientMixin):
         """Stop the brokers and free everything; safe to call more than once."""
         with self._lock:
             self._state = "closed"
+        front, self._front = self._front, None
+        if front is not None:
+            front.close()
         self._finalizer()
 
     stop = close
@@ -638,9 +702,23 @@ class EmbeddedCluster(_ClientMixin):
     # -- cluster layout --------------------------------------------------------------------
     @property
     def bootstrap_servers(self) -> str:
-        """``"127.0.0.1:port,..."`` listing every broker, in broker-id order."""
+        """``"127.0.0.1:port,..."`` listing every broker, in broker-id order (the
+        :attr:`front`'s listeners when the cluster is secured)."""
+        self._mc()
+        if self._front is not None:
+            return str(self._front.bootstrap_servers)
+        return self._bootstrap
+
+    @property
+    def plaintext_bootstrap_servers(self) -> str:
+        """The brokers themselves, without the TLS/SASL front."""
         self._mc()
         return self._bootstrap
+
+    @property
+    def front(self) -> Any:
+        """The :class:`~rackafka.testing.SecureFront` of a secured cluster, else ``None``."""
+        return self._front
 
     @property
     def brokers(self) -> dict[int, BrokerInfo]:

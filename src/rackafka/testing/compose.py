@@ -70,6 +70,17 @@ class FaultInjectionUnsupportedError(NotImplementedError):
     """The fault-injection call needs the embedded cluster; a real cluster cannot do it."""
 
 
+def _make_compose_certs(project: Path) -> None:
+    """Run the project's ``compose/make_certs.py`` when its certificates are missing (the
+    SASL_SSL listener of docker-compose.yml needs them to start)."""
+    script = project / "compose" / "make_certs.py"
+    if script.is_file() and not (project / "compose" / "certs" / "broker.pem").is_file():
+        import subprocess
+        import sys
+
+        subprocess.run([sys.executable, str(script)], check=True)
+
+
 def docker_engine_error(timeout: float = 10.0) -> str | None:
     """Why no Docker engine can be used, or None when one answers.
 
@@ -164,6 +175,7 @@ class ComposeCluster(_ClientMixin):
                 ) from exc
             if not self.compose_file.is_file():
                 raise FileNotFoundError(f"no compose file at {self.compose_file}")
+            _make_compose_certs(self.compose_file.parent)
             self._compose = DockerCompose(
                 context=str(self.compose_file.parent),
                 compose_file_name=self.compose_file.name,

@@ -1,0 +1,536 @@
+"""``rackafka-doctor``: does this process read Kafka from its own zone?
+
+Run as ``python -m rackafka doctor`` or ``rackafka-doctor``::
+
+    rackafka-doctor --bootstrap-servers b-1.example:9092 --topic events --topic orders
+
+It prints, in order:
+
+1. **rack**: the ``client_rack`` it checks (``--client-rack``, default ``auto``: the zone
+   found as ``client_rack="auto"`` finds it) and how it was found;
+2. **brokers**: every broker and its ``broker.rack``;
+3. **coverage**: per topic, the share of partitions with an in-sync replica in this rack
+   (a partition without one is always read from another zone);
+4. **selector**: a live probe: one Fetch (v11+) with the rack to the leader of each
+   partition that has a replica in this rack but a leader elsewhere.  A broker with
+   ``replica.selector.class`` set to ``RackAwareReplicaSelector`` names that replica as
+   preferred read replica; one without it names none;
+5. **sample**: a short read of the newest records of every partition with that rack:
+   bytes per rack, the cross-rack share, and each partition still read from a leader in
+   another rack, with the reason.
+
+Exit status: 0 when reads stay in the zone; otherwise the first problem found:
+``2`` no rack (nothing detected, or not a broker rack), ``3`` the brokers' replica selector
+is not active, ``4`` partitions without an in-sync replica in the rack, ``5`` the sample
+read bytes from another rack, ``1`` the cluster could not be reached.  ``--json`` prints
+the whole report as one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from rackafka.client import KafkaClient
+from rackafka.consumer import AIOKafkaConsumer
+from rackafka.errors import KafkaError
+from rackafka.helpers import create_ssl_context
+from rackafka.net.security import SecurityConfig
+from rackafka.protocol.apis.fetch import FETCH
+from rackafka.protocol.schema import UUID_ZERO
+from rackafka.structs import TopicPartition
+from rackafka.zones import RackDecision, resolve_rack
+
+__all__ = ["EXIT_CODES", "DoctorReport", "main", "run_doctor"]
+
+#: Exit status of each problem (0: reads stay in the zone).
+EXIT_CODES: Mapping[str, int] = {
+    "unreachable": 1,
+    "no-rack": 2,
+    "selector-inactive": 3,
+    "no-replica-in-rack": 4,
+    "cross-rack-reads": 5,
+}
+_RACK_AWARE_FETCH = 11
+_TOPIC_ID_FETCH = 13
+_MAX_FETCH = 15
+_PASSWORD_ENV = "RACKAFKA_SASL_PASSWORD"
+
+
+@dataclass
+class DoctorReport:
+    """Everything the doctor found; ``problems`` is empty when reads stay in the zone."""
+
+    client_rack: str | None = None
+    rack_source: str = ""
+    candidates: list[dict[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    brokers: list[dict[str, Any]] = field(default_factory=list)
+    topics: dict[str, dict[str, Any]] = field(default_factory=dict)
+    selector: dict[str, Any] = field(default_factory=dict)
+    sample: dict[str, Any] = field(default_factory=dict)
+    problems: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        """0 when reads stay in the zone, else the code of the first problem."""
+        return EXIT_CODES[self.problems[0]["code"]] if self.problems else 0
+
+    def problem(self, code: str, message: str) -> None:
+        """Record a problem (``code`` is a key of :data:`EXIT_CODES`)."""
+        self.problems.append({"code": code, "message": message})
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for ``--json``."""
+        out = asdict(self)
+        out["exit_code"] = self.exit_code
+        out["ok"] = not self.problems
+        return out
+
+
+async def run_doctor(
+    bootstrap_servers: str | Sequence[str],
+    topics: Sequence[str],
+    *,
+    client_rack: str = "auto",
+    sample_seconds: float = 5.0,
+    sample_records: int = 200,
+    environ: Mapping[str, str] | None = None,
+    detect_timeout: float = 1.0,
+    **security: Any,
+) -> DoctorReport:
+    """Check whether a consumer here reads ``topics`` from its own zone.
+
+    Arguments:
+        bootstrap_servers: as for :class:`~rackafka.AIOKafkaConsumer`.
+        topics: the topics to check.
+        client_rack: the rack to check, or ``"auto"`` to detect it as the consumer does.
+        sample_seconds: at most this long for the sample read.
+        sample_records: per partition, how many of the newest records the sample reads.
+        environ: the environment for zone detection (default ``os.environ``).
+        detect_timeout: seconds for each metadata service.
+        security: ``security_protocol``, ``ssl_context``, ``sasl_mechanism``,
+            ``sasl_plain_username``, ``sasl_plain_password``... as for the consumer.
+    """
+    report = DoctorReport()
+    client = KafkaClient(
+        bootstrap_servers,
+        client_id="rackafka-doctor",
+        security=SecurityConfig.create(**security),
+    )
+    try:
+        client.want_all_topics()
+        await client.bootstrap_cluster()
+        cluster = await client.fetch_all_metadata()
+    except (KafkaError, OSError) as exc:
+        report.problem("unreachable", f"cannot read the cluster's metadata: {exc}")
+        await client.close()
+        return report
+    try:
+        racks = {b.node_id: b.rack for b in cluster.brokers.values()}
+        report.brokers = [
+            {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+            for b in sorted(cluster.brokers.values(), key=lambda b: b.node_id)
+        ]
+        await _decide_rack(report, client_rack, racks.values(), environ, detect_timeout)
+        rack = report.client_rack
+        if not any(racks.values()):
+            report.notes.append("no broker has a rack (broker.rack is not set)")
+        _coverage(report, cluster, topics, racks)
+        if rack is not None:
+            await _probe(report, client, cluster, topics, racks)
+            await _sample(
+                report, bootstrap_servers, cluster, topics, sample_seconds, sample_records, security
+            )
+        _judge(report)
+    finally:
+        await client.close()
+    return report
+
+
+async def _decide_rack(
+    report: DoctorReport,
+    client_rack: str,
+    broker_racks: Any,
+    environ: Mapping[str, str] | None,
+    timeout: float,
+) -> None:
+    if client_rack == "auto":
+        decision = await resolve_rack(list(broker_racks), environ, timeout=timeout)
+    else:
+        known = {r for r in broker_racks if r}
+        notes = () if client_rack in known else ("the given rack is not a broker rack",)
+        decision = RackDecision(
+            client_rack if client_rack in known else None,
+            "--client-rack",
+            broker_racks=tuple(sorted(known)),
+            notes=notes,
+        )
+    report.client_rack = decision.rack
+    report.rack_source = decision.source
+    report.candidates = [{"value": c.value, "source": c.source} for c in decision.candidates]
+    report.notes.extend(decision.notes)
+    if decision.rack is None:
+        found = ", ".join(c.value for c in decision.candidates) or "none"
+        report.problem(
+            "no-rack",
+            f"no client rack: candidates {found}, broker racks "
+            f"{', '.join(decision.broker_racks) or 'none'} (set client_rack or "
+            "RACKAFKA_CLIENT_RACK to one of the broker racks)",
+        )
+
+
+def _coverage(
+    report: DoctorReport, cluster: Any, topics: Sequence[str], racks: Mapping[int, str | None]
+) -> None:
+    rack = report.client_rack
+    for topic in topics:
+        parts = cluster.partitions.get(topic) or {}
+        if not parts:
+            report.topics[topic] = {"partitions": 0, "error": "unknown topic"}
+            continue
+        covered = [p for p, info in parts.items() if any(racks.get(r) == rack for r in info.isr)]
+        led = [p for p, info in parts.items() if racks.get(info.leader) == rack]
+        report.topics[topic] = {
+            "partitions": len(parts),
+            "with_in_sync_replica_in_rack": len(covered),
+            "share_with_replica_in_rack": len(covered) / len(parts),
+            "leaders_in_rack": len(led),
+            "without_replica_in_rack": sorted(set(parts) - set(covered)),
+        }
+
+
+async def _probe(
+    report: DoctorReport,
+    client: KafkaClient,
+    cluster: Any,
+    topics: Sequence[str],
+    racks: Mapping[int, str | None],
+) -> None:
+    """Ask each leader outside the rack, for a partition with a replica in the rack,
+    whether it names a preferred read replica."""
+    rack = report.client_rack
+    wanted: dict[int, list[tuple[str, int]]] = {}
+    for topic in topics:
+        for p, info in (cluster.partitions.get(topic) or {}).items():
+            in_rack = [r for r in info.isr if racks.get(r) == rack]
+            if in_rack and racks.get(info.leader) != rack:
+                wanted.setdefault(info.leader, []).append((topic, p))
+    probed = hinted = 0
+    details: list[dict[str, Any]] = []
+    old: list[int] = []
+    for leader, tps in sorted(wanted.items()):
+        try:
+            version = min(await client.api_version(leader, FETCH), _MAX_FETCH)
+        except (KafkaError, OSError) as exc:
+            details.append({"leader": leader, "error": str(exc)})
+            continue
+        if version < _RACK_AWARE_FETCH:
+            old.append(leader)
+            continue
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for topic, p in tps:
+            by_topic.setdefault(topic, []).append(
+                {
+                    "partition": p,
+                    "current_leader_epoch": -1,
+                    "fetch_offset": 0,
+                    "last_fetched_epoch": -1,
+                    "log_start_offset": -1,
+                    "partition_max_bytes": 1,
+                }
+            )
+        request = FETCH.Request(
+            replica_id=-1,
+            max_wait_ms=0,
+            min_bytes=0,
+            max_bytes=1,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
+            topics=[
+                {
+                    "topic": t,
+                    "topic_id": cluster.topic_ids.get(t, UUID_ZERO)
+                    if version >= _TOPIC_ID_FETCH
+                    else UUID_ZERO,
+                    "partitions": parts,
+                }
+                for t, parts in by_topic.items()
+            ],
+            forgotten_topics_data=[],
+            rack_id=rack or "",
+        )
+        try:
+            response = await client.send(leader, FETCH, request, version=version)
+        except (KafkaError, OSError) as exc:
+            details.append({"leader": leader, "error": str(exc)})
+            continue
+        names = {tid: name for name, tid in cluster.topic_ids.items()}
+        for rt in response.responses:
+            name = names.get(rt.topic_id, rt.topic) if version >= _TOPIC_ID_FETCH else rt.topic
+            for rp in rt.partitions:
+                probed += 1
+                named = rp.preferred_read_replica
+                if named >= 0:
+                    hinted += 1
+                details.append(
+                    {
+                        "topic": name,
+                        "partition": rp.partition_index,
+                        "leader": leader,
+                        "error_code": rp.error_code,
+                        "preferred_read_replica": named,
+                        "preferred_rack": racks.get(named) if named >= 0 else None,
+                    }
+                )
+    if not wanted:
+        status = "not-needed"
+    elif probed == 0:
+        status = "unsupported" if old else "unknown"
+    elif hinted == 0:
+        status = "inactive"
+    elif hinted < probed:
+        status = "partial"
+    else:
+        status = "active"
+    report.selector = {
+        "status": status,
+        "probed": probed,
+        "named_a_replica": hinted,
+        "brokers_below_fetch_v11": old,
+        "details": details,
+    }
+
+
+async def _sample(
+    report: DoctorReport,
+    bootstrap_servers: str | Sequence[str],
+    cluster: Any,
+    topics: Sequence[str],
+    seconds: float,
+    per_partition: int,
+    security: Mapping[str, Any],
+) -> None:
+    tps = [TopicPartition(t, p) for t in topics for p in sorted(cluster.partitions.get(t) or {})]
+    if not tps or seconds <= 0:
+        report.sample = {"skipped": "nothing to read" if not tps else "--sample-seconds 0"}
+        return
+    consumer: AIOKafkaConsumer[bytes, bytes] = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap_servers,
+        client_id="rackafka-doctor",
+        client_rack=report.client_rack,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        **security,
+    )
+    await consumer.start()
+    try:
+        consumer.assign(tps)
+        ends = await consumer.end_offsets(tps)
+        starts = await consumer.beginning_offsets(tps)
+        remaining = {tp for tp in tps if ends[tp] > starts[tp]}
+        for tp in tps:
+            consumer.seek(tp, max(starts[tp], ends[tp] - per_partition))
+        records = 0
+        deadline = time.monotonic() + seconds
+        while remaining and time.monotonic() < deadline:
+            batches = await consumer.getmany(timeout_ms=200)
+            for tp, batch in batches.items():
+                records += len(batch)
+                if batch and batch[-1].offset + 1 >= ends[tp]:
+                    remaining.discard(tp)
+        stats = consumer.fetch_stats()
+        fallbacks = []
+        for tp, route in sorted(stats.partitions.items()):
+            if route.read_from_rack != report.client_rack:
+                fallbacks.append(
+                    {
+                        "topic": tp.topic,
+                        "partition": tp.partition,
+                        "read_from": route.read_from,
+                        "read_from_rack": route.read_from_rack,
+                        "reason": _reason(report, tp, route),
+                    }
+                )
+        total = stats.total_bytes
+        report.sample = {
+            "records": records,
+            "bytes": total,
+            "bytes_by_rack": {str(r): c.bytes for r, c in stats.racks.items() if c.bytes},
+            "cross_rack_bytes": stats.cross_rack_bytes,
+            "cross_rack_share": stats.cross_rack_bytes / total if total else 0.0,
+            "partitions_not_read_in_rack": fallbacks,
+            "unfinished_partitions": len(remaining),
+        }
+    finally:
+        await consumer.stop()
+
+
+def _reason(report: DoctorReport, tp: TopicPartition, route: Any) -> str:
+    info = report.topics.get(tp.topic, {})
+    if tp.partition in info.get("without_replica_in_rack", ()):
+        return "no in-sync replica in this rack"
+    if report.selector.get("status") in ("inactive", "partial"):
+        return "the leader names no preferred read replica (replica.selector.class not set)"
+    if route.leader in report.selector.get("brokers_below_fetch_v11", ()):
+        return "the leader is older than Kafka 2.4 (Fetch v11)"
+    return "read from the leader (no preferred read replica yet)"
+
+
+def _judge(report: DoctorReport) -> None:
+    if report.client_rack is None:
+        return
+    status = report.selector.get("status")
+    if status in ("inactive", "unsupported"):
+        report.problem(
+            "selector-inactive",
+            "the leaders name no preferred read replica: set replica.selector.class="
+            "org.apache.kafka.common.replica.RackAwareReplicaSelector on the brokers"
+            if status == "inactive"
+            else "the brokers are older than Kafka 2.4: no fetching from followers",
+        )
+    uncovered = {
+        t: v["without_replica_in_rack"] for t, v in report.topics.items() if v.get("partitions")
+    }
+    missing = sum(len(v) for v in uncovered.values())
+    if missing:
+        report.problem(
+            "no-replica-in-rack",
+            f"{missing} partition(s) have no in-sync replica in {report.client_rack}: "
+            "they are read from another zone (reassign replicas across all racks)",
+        )
+    cross = report.sample.get("cross_rack_bytes", 0)
+    if cross:
+        share = report.sample.get("cross_rack_share", 0.0)
+        report.problem(
+            "cross-rack-reads",
+            f"the sample read {cross} bytes ({share:.0%}) from other racks",
+        )
+    for t, v in report.topics.items():
+        if v.get("error"):
+            report.notes.append(f"topic {t}: {v['error']}")
+
+
+# -- the command line ------------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rackafka-doctor",
+        description="Check that a consumer here reads Kafka from its own zone.",
+    )
+    parser.add_argument("--bootstrap-servers", required=True, help="host:port[,host:port]")
+    parser.add_argument("--topic", action="append", required=True, help="a topic (repeat)")
+    parser.add_argument("--client-rack", default="auto", help="the rack to check (default auto)")
+    parser.add_argument("--security-protocol", default="PLAINTEXT")
+    parser.add_argument("--sasl-mechanism", default=None)
+    parser.add_argument("--sasl-username", default=None)
+    parser.add_argument(
+        "--sasl-password-env",
+        default=_PASSWORD_ENV,
+        help=f"the environment variable holding the SASL password (default {_PASSWORD_ENV})",
+    )
+    parser.add_argument("--ssl-cafile", default=None, help="CA bundle (PEM)")
+    parser.add_argument("--ssl-certfile", default=None, help="client certificate (PEM)")
+    parser.add_argument("--ssl-keyfile", default=None, help="client key (PEM)")
+    parser.add_argument("--sample-seconds", type=float, default=5.0)
+    parser.add_argument("--sample-records", type=int, default=200, help="per partition")
+    parser.add_argument("--detect-timeout", type=float, default=1.0)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    return parser
+
+
+def _security(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {"security_protocol": args.security_protocol}
+    if args.security_protocol in ("SSL", "SASL_SSL"):
+        out["ssl_context"] = create_ssl_context(
+            cafile=args.ssl_cafile, certfile=args.ssl_certfile, keyfile=args.ssl_keyfile
+        )
+    if args.security_protocol.startswith("SASL_"):
+        out["sasl_mechanism"] = args.sasl_mechanism or "PLAIN"
+        out["sasl_plain_username"] = args.sasl_username
+        out["sasl_plain_password"] = environ.get(args.sasl_password_env)
+    return out
+
+
+def format_report(report: DoctorReport) -> str:
+    """The report as text for a terminal."""
+    lines = []
+    rack = report.client_rack
+    lines.append(f"rack:      {rack or '(none)'}  [{report.rack_source}]")
+    if report.candidates:
+        found = ", ".join(f"{c['value']} ({c['source']})" for c in report.candidates)
+        lines.append(f"           candidates: {found}")
+    lines.extend(f"           note: {note}" for note in report.notes)
+    lines.append("brokers:   " + ", ".join(f"{b['node_id']}={b['rack']}" for b in report.brokers))
+    for topic, v in report.topics.items():
+        if not v.get("partitions"):
+            lines.append(f"topic {topic}: {v.get('error', 'no partitions')}")
+            continue
+        lines.append(
+            f"topic {topic}: {v['with_in_sync_replica_in_rack']}/{v['partitions']} partitions "
+            f"have an in-sync replica in {rack} ({v['share_with_replica_in_rack']:.0%}), "
+            f"{v['leaders_in_rack']} led from it"
+        )
+    if report.selector:
+        s = report.selector
+        lines.append(
+            f"selector:  {s['status']} ({s['named_a_replica']} of {s['probed']} probed "
+            "partitions named a preferred read replica)"
+        )
+    if report.sample:
+        s = report.sample
+        if "skipped" in s:
+            lines.append(f"sample:    skipped: {s['skipped']}")
+        else:
+            by_rack = ", ".join(f"{r}: {n} B" for r, n in s["bytes_by_rack"].items()) or "none"
+            lines.append(
+                f"sample:    {s['records']} records, {s['bytes']} B ({by_rack}); "
+                f"cross-rack {s['cross_rack_bytes']} B ({s['cross_rack_share']:.0%})"
+            )
+            lines.extend(
+                f"           {f['topic']}[{f['partition']}] read from broker "
+                f"{f['read_from']} ({f['read_from_rack']}): {f['reason']}"
+                for f in s["partitions_not_read_in_rack"]
+            )
+    if report.problems:
+        lines.extend(f"PROBLEM ({p['code']}): {p['message']}" for p in report.problems)
+    else:
+        lines.append("OK: reads stay in the zone")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
+    """The ``rackafka-doctor`` command; returns the exit status."""
+    args = _parser().parse_args(argv)
+    env = os.environ if environ is None else environ
+    report = asyncio.run(
+        run_doctor(
+            args.bootstrap_servers,
+            args.topic,
+            client_rack=args.client_rack,
+            sample_seconds=args.sample_seconds,
+            sample_records=args.sample_records,
+            environ=env,
+            detect_timeout=args.detect_timeout,
+            **_security(args, env),
+        )
+    )
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2, sort_keys=True))
+    else:
+        print(format_report(report))
+    return report.exit_code
+
+
+def console_main() -> None:
+    """Entry point of the ``rackafka-doctor`` console script."""
+    sys.exit(main())

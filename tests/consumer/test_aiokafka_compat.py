@@ -1,0 +1,338 @@
+"""aiokafka users change the import and nothing else: behaviour that must match aiokafka 0.14.
+
+Each test states the aiokafka behaviour it checks; they run against the embedded cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import warnings
+import weakref
+from collections.abc import AsyncIterator, Callable
+from typing import Any, NamedTuple
+
+import pytest
+
+from rackafka import AIOKafkaConsumer, ConsumerRebalanceListener, ConsumerRecord, TopicPartition
+from rackafka.errors import (
+    ConsumerStoppedError,
+    IllegalOperation,
+    IllegalStateError,
+    KafkaConfigurationError,
+    KafkaTimeoutError,
+)
+from rackafka.testing import EmbeddedCluster
+
+WAIT = 20.0
+Make = Callable[..., AIOKafkaConsumer[Any, Any]]
+
+
+@pytest.fixture
+async def make(embedded_cluster: EmbeddedCluster) -> AsyncIterator[Make]:
+    made: list[AIOKafkaConsumer[Any, Any]] = []
+
+    def factory(*topics: str, **kwargs: Any) -> AIOKafkaConsumer[Any, Any]:
+        kwargs.setdefault("bootstrap_servers", embedded_cluster.bootstrap_servers)
+        kwargs.setdefault("auto_offset_reset", "earliest")
+        if "group_id" in kwargs:
+            kwargs.setdefault("session_timeout_ms", 3000)
+            kwargs.setdefault("heartbeat_interval_ms", 200)
+        consumer: AIOKafkaConsumer[Any, Any] = AIOKafkaConsumer(*topics, **kwargs)
+        made.append(consumer)
+        return consumer
+
+    yield factory
+    for c in made:
+        await c.stop()
+
+
+class Recording(ConsumerRebalanceListener):
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, set[TopicPartition]]] = []
+
+    def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        self.calls.append(("revoked", set(revoked)))
+
+    def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        self.calls.append(("assigned", set(assigned)))
+
+
+def tps(topic: str, n: int) -> set[TopicPartition]:
+    return {TopicPartition(topic, p) for p in range(n)}
+
+
+# -- 1, 2: start() waits for the first assignment; an empty revoke comes first ------------------
+
+
+async def test_start_returns_with_the_assignment_and_the_listener_called(
+    embedded_cluster: EmbeddedCluster, make: Make
+) -> None:
+    embedded_cluster.create_topic("s1", 3)
+    await embedded_cluster.aproduce("s1", 30, partition="spread")
+    consumer = make(group_id="g-s1")
+    listener = Recording()
+    consumer.subscribe(["s1"], listener=listener)
+    await asyncio.wait_for(consumer.start(), WAIT)
+    # Right after start(): the assignment, positions and seeks work.
+    assert consumer.assignment() == tps("s1", 3)
+    assert listener.calls == [("revoked", set()), ("assigned", tps("s1", 3))]
+    tp = TopicPartition("s1", 0)
+    assert await asyncio.wait_for(consumer.position(tp), WAIT) == 0
+    consumer.seek(tp, 5)
+    assert await consumer.position(tp) == 5
+    assert await consumer.seek_to_committed(tp) == {tp: None}
+    assert await consumer.position(tp) == 5  # nothing committed: the position stays
+
+
+# -- 3: commit() validation ---------------------------------------------------------------------
+
+
+async def test_commit_validates_like_aiokafka(
+    embedded_cluster: EmbeddedCluster, make: Make
+) -> None:
+    embedded_cluster.create_topic("c1", 2)
+    idle = make(group_id="g-c1-idle")
+    await idle.start()
+    with pytest.raises(IllegalStateError):  # not subscribed, nothing assigned
+        await idle.commit()
+    consumer = make("c1", group_id="g-c1")
+    await asyncio.wait_for(consumer.start(), WAIT)
+    tp = TopicPartition("c1", 0)
+    with pytest.raises(ValueError):
+        await consumer.commit({})
+    with pytest.raises(ValueError):
+        await consumer.commit([(tp, 1)])  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        await consumer.commit({"c1": 1})  # type: ignore[dict-item]
+    with pytest.raises(TypeError):
+        await consumer.commit({tp: (1, 5)})
+    with pytest.raises(IllegalStateError):
+        await consumer.commit({TopicPartition("c1", 7): 1})
+    await consumer.commit({tp: (3, "meta")})
+    assert await consumer.committed(tp) == 3
+    consumer.unsubscribe()
+    with pytest.raises(IllegalStateError):
+        await consumer.commit({tp: 4})
+
+
+# -- 4: a topic created after start() is seen within seconds ------------------------------------
+
+
+async def test_a_topic_created_after_start_is_read(
+    embedded_cluster: EmbeddedCluster, make: Make
+) -> None:
+    consumer = make("late")
+    await consumer.start()
+    await asyncio.sleep(0.5)
+    embedded_cluster.create_topic("late", 2)
+    result = await embedded_cluster.aproduce("late", 20, partition="spread")
+    seen = 0
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 8  # metadata_max_age_ms is 300 s: this is the quick retry
+    while seen < 20 and loop.time() < deadline:
+        got = await consumer.getmany(timeout_ms=500)
+        seen += sum(len(v) for v in got.values())
+    assert seen == 20 == result.count
+
+
+# -- 5: offset look-ups time out with KafkaTimeoutError ------------------------------------------
+
+
+async def test_offset_lookups_raise_kafka_timeout_error(
+    embedded_cluster: EmbeddedCluster, make: Make
+) -> None:
+    embedded_cluster.create_topic("o1", 1)
+    consumer = make(request_timeout_ms=1000)
+    await consumer.start()
+    missing = TopicPartition("o1", 5)  # no such partition: never found
+    for call in (
+        lambda: consumer.beginning_offsets([missing]),
+        lambda: consumer.end_offsets([missing]),
+        lambda: consumer.offsets_for_times({missing: 0}),
+    ):
+        with pytest.raises(KafkaTimeoutError):
+            await asyncio.wait_for(call(), WAIT)
+
+
+# -- 6: stop() while getmany() waits ---------------------------------------------------------------
+
+
+async def test_a_waiting_getmany_returns_empty_on_stop(
+    embedded_cluster: EmbeddedCluster, make: Make
+) -> None:
+    embedded_cluster.create_topic("w1", 1)
+    consumer = make("w1")
+    await consumer.start()
+    waiting = asyncio.ensure_future(consumer.getmany(timeout_ms=10_000))
+    await asyncio.sleep(0.3)
+    await consumer.stop()
+    assert await asyncio.wait_for(waiting, 5) == {}
+    with pytest.raises(ConsumerStoppedError):
+        await consumer.getmany()
+
+
+# -- 7: constructor values ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"max_poll_records": 0},
+        {"isolation_level": "serializable"},
+        {"security_protocol": "TLS"},
+        {"auto_offset_reset": "middle"},
+    ],
+)
+def test_bad_values_raise_value_error_as_in_aiokafka(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match=next(iter(kwargs))):
+        AIOKafkaConsumer(bootstrap_servers="127.0.0.1:1", **kwargs)
+    assert issubclass(KafkaConfigurationError, ValueError)
+
+
+def test_floats_and_any_case_are_accepted_as_in_aiokafka() -> None:
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers="127.0.0.1:1",
+        request_timeout_ms=30e3,  # type: ignore[arg-type]
+        fetch_max_bytes=5e7,  # type: ignore[arg-type]
+        auto_offset_reset="EARLIEST",
+    )
+    assert consumer._fetcher_args["fetch_max_bytes"] == 50_000_000
+
+
+@pytest.mark.parametrize("name", ["enable_auto_commit", "check_crcs", "exclude_internal_topics"])
+def test_booleans_given_as_strings_are_refused(name: str) -> None:
+    with pytest.raises(KafkaConfigurationError, match=name):
+        AIOKafkaConsumer(bootstrap_servers="127.0.0.1:1", **{name: "false"})
+
+
+# -- 8: committed() and seek_to_committed() ------------------------------------------------------
+
+
+async def test_committed_of_an_unknown_topic_is_none(
+    embedded_cluster: EmbeddedCluster, make: Make
+) -> None:
+    consumer = make(group_id="g-u1")
+    await consumer.start()
+    assert await consumer.committed(TopicPartition("no-such-topic", 0)) is None
+
+
+async def test_seek_to_committed_checks_types_first(make: Make) -> None:
+    consumer = make()  # no group_id
+    await consumer.start()
+    with pytest.raises(TypeError):
+        await consumer.seek_to_committed("not a partition")  # type: ignore[arg-type]
+    with pytest.raises(IllegalOperation):
+        await consumer.seek_to_committed(TopicPartition("t", 0))
+
+
+# -- 9: a dropped consumer is collected and warns -------------------------------------------------
+
+
+@pytest.mark.parametrize("group", [None, "g-drop"])
+async def test_an_unclosed_consumer_is_collected_and_warns(
+    embedded_cluster: EmbeddedCluster, group: str | None
+) -> None:
+    embedded_cluster.create_topic("d1", 1)
+    consumer: AIOKafkaConsumer[Any, Any] | None = AIOKafkaConsumer(
+        "d1", bootstrap_servers=embedded_cluster.bootstrap_servers, group_id=group
+    )
+    assert consumer is not None
+    await asyncio.wait_for(consumer.start(), WAIT)
+    ref = weakref.ref(consumer)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        consumer = None
+        assert ref() is None  # no reference cycle keeps it: gone without gc
+        gc.collect()
+    assert any(
+        issubclass(w.category, ResourceWarning) and "Unclosed AIOKafkaConsumer" in str(w.message)
+        for w in caught
+    )
+
+
+# -- 11: subscription() after assign(), types -----------------------------------------------------
+
+
+async def test_subscription_after_assign_and_types(
+    embedded_cluster: EmbeddedCluster, make: Make
+) -> None:
+    embedded_cluster.create_topic("a1", 2)
+    consumer = make()
+    await consumer.start()
+    consumer.assign([TopicPartition("a1", 0), TopicPartition("a1", 1)])
+    assert consumer.subscription() == {"a1"}
+    assert isinstance(consumer.subscription(), frozenset)
+    assert isinstance(consumer.assignment(), frozenset)
+
+
+def test_rebalance_timeout_none_is_the_session_timeout_as_in_aiokafka() -> None:
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers="127.0.0.1:1", group_id="g", session_timeout_ms=7000
+    )
+    assert consumer._group_args["rebalance_timeout_ms"] == 7000
+
+
+# -- 12: aiokafka's TopicPartition, import paths, ConsumerRecord --------------------------------
+
+
+class OtherTP(NamedTuple):
+    topic: str
+    partition: int
+
+
+async def test_aiokafka_topic_partitions_are_accepted(
+    embedded_cluster: EmbeddedCluster, make: Make
+) -> None:
+    aiokafka_structs = pytest.importorskip("aiokafka.structs", reason="aiokafka is not installed")
+    embedded_cluster.create_topic("k1", 2)
+    await embedded_cluster.aproduce("k1", 10, partition=0)
+    theirs = aiokafka_structs.TopicPartition("k1", 0)
+    consumer = make()
+    await consumer.start()
+    consumer.assign([theirs, OtherTP("k1", 1)])
+    assert consumer.assignment() == tps("k1", 2)
+    consumer.seek(theirs, 3)
+    assert await consumer.position(theirs) == 3
+    consumer.pause(theirs)
+    consumer.resume(theirs)
+    assert (await consumer.beginning_offsets([theirs]))[theirs] == 0
+    got = await asyncio.wait_for(consumer.getmany(theirs, timeout_ms=5000), WAIT)
+    assert [r.offset for r in got[theirs]][0] == 3
+    with pytest.raises(TypeError):
+        consumer.assign([("k1", 0)])  # a plain tuple is not a TopicPartition (as aiokafka)
+
+
+def test_import_paths_and_record_as_aiokafkas() -> None:
+    from rackafka.consumer import AIOKafkaConsumer as Same
+
+    assert Same is AIOKafkaConsumer
+    record: ConsumerRecord[bytes, bytes] = ConsumerRecord(
+        "t", 0, 1, 0, 0, b"k", b"v", None, 1, 1, ()
+    )
+    record.note = "mine"  # type: ignore[attr-defined]
+    assert vars(record)["note"] == "mine"
+    assert weakref.ref(record)() is record
+
+
+# -- 10: seek() during a long poll ----------------------------------------------------------------
+
+
+async def test_seek_during_a_long_poll_gets_the_new_position_at_once(
+    embedded_cluster: EmbeddedCluster, make: Make
+) -> None:
+    embedded_cluster.create_topic("lp", 1)
+    await embedded_cluster.aproduce("lp", 10, partition=0)
+    tp = TopicPartition("lp", 0)
+    consumer = make(fetch_max_wait_ms=3000)
+    await consumer.start()
+    consumer.assign([tp])
+    got = await asyncio.wait_for(consumer.getmany(timeout_ms=5000), WAIT)
+    assert [r.offset for r in got[tp]] == list(range(10))
+    await asyncio.sleep(0.3)  # the next fetch, at the end of the log, waits 3 s at the broker
+    consumer.seek(tp, 2)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    got = await consumer.getmany(timeout_ms=1500)
+    assert [r.offset for r in got.get(tp, [])][:1] == [2]
+    assert loop.time() - started < 1.5

@@ -1,0 +1,50 @@
+"""docs/migrating.rst lists every difference between rackafka's and aiokafka's consumer
+that can be seen from their signatures: this test fails when one is added and not
+documented."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import pytest
+
+import rackafka
+
+aiokafka = pytest.importorskip("aiokafka", reason="aiokafka (test extra) is the reference")
+
+PAGE = (Path(__file__).resolve().parents[2] / "docs" / "migrating.rst").read_text()
+
+
+def _public(cls: type) -> set[str]:
+    return {n for n in dir(cls) if not n.startswith("_")}
+
+
+def test_every_constructor_difference_is_documented() -> None:
+    ours = inspect.signature(rackafka.AIOKafkaConsumer.__init__).parameters
+    theirs = inspect.signature(aiokafka.AIOKafkaConsumer.__init__).parameters
+    assert not set(theirs) - set(ours), "aiokafka arguments rackafka lacks"
+    for name in set(ours) - set(theirs):
+        assert f"``{name}``" in PAGE, name
+    for name in set(ours) & set(theirs):
+        if ours[name].default != theirs[name].default:
+            assert f"``{name}`` default" in PAGE, name
+
+
+def test_every_method_difference_is_documented() -> None:
+    ours = _public(rackafka.AIOKafkaConsumer)
+    theirs = _public(aiokafka.AIOKafkaConsumer)
+    assert not theirs - ours, "aiokafka methods rackafka lacks"
+    for name in ours - theirs:
+        assert f"``{name}" in PAGE, name
+    for name in ours & theirs:
+        a, b = getattr(rackafka.AIOKafkaConsumer, name), getattr(aiokafka.AIOKafkaConsumer, name)
+        if callable(a) and callable(b):
+            assert list(inspect.signature(a).parameters) == list(inspect.signature(b).parameters), (
+                name
+            )
+
+
+def test_every_missing_top_level_name_is_documented() -> None:
+    for name in set(aiokafka.__all__) - set(dir(rackafka)):
+        assert f"``{name}``" in PAGE, name
