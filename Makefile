@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test venv lint typecheck docs unit demo bench-records bench-consume bench-spark clean
+.PHONY: test venv lint typecheck docs unit demo bench-records bench-consume bench-produce bench-spark clean
 
 venv: $(STAMP)
 
@@ -42,6 +42,9 @@ bench-records: $(BENCH_VENV)/.installed
 
 bench-consume: $(BENCH_VENV)/.installed
 	$(BENCH_VENV)/bin/python benchmarks/consume.py $(BENCH_ARGS)
+
+bench-produce: $(BENCH_VENV)/.installed
+	$(BENCH_VENV)/bin/python benchmarks/produce.py $(BENCH_ARGS)
 
 bench-spark: $(BENCH_VENV)/.installed
 	$(BENCH_VENV)/bin/python benchmarks/spark_read.py $(BENCH_ARGS)

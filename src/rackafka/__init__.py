@@ -1,8 +1,8 @@
-"""rackafka: an asyncio Kafka consumer that reads from the closest replica.
+"""rackafka: an asyncio Kafka client that reads from the closest replica.
 
-A drop-in for aiokafka's consumer::
+A drop-in for aiokafka's consumer and producer::
 
-    from rackafka import AIOKafkaConsumer
+    from rackafka import AIOKafkaConsumer, AIOKafkaProducer
 """
 
 __version__ = "0.1.0.dev0"
@@ -11,21 +11,25 @@ from rackafka import errors, structs
 from rackafka.abc import ConsumerRebalanceListener
 from rackafka.consumer.consumer import AIOKafkaConsumer
 from rackafka.errors import ConsumerStoppedError, IllegalOperation
+from rackafka.producer.producer import AIOKafkaProducer
 from rackafka.structs import (
     ConsumerRecord,
     OffsetAndMetadata,
     OffsetAndTimestamp,
+    RecordMetadata,
     TopicPartition,
 )
 
 __all__ = [
     "AIOKafkaConsumer",
+    "AIOKafkaProducer",
     "ConsumerRebalanceListener",
     "ConsumerRecord",
     "ConsumerStoppedError",
     "IllegalOperation",
     "OffsetAndMetadata",
     "OffsetAndTimestamp",
+    "RecordMetadata",
     "TopicPartition",
     "__version__",
     "errors",

@@ -20,15 +20,21 @@ from typing import Any
 from rackafka.cluster import Broker, ClusterMetadata
 from rackafka.errors import (
     AuthenticationFailedError,
+    BrokerResponseError,
     KafkaConfigurationError,
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
+    for_code,
+    is_retriable,
 )
 from rackafka.net.connection import Connection, Connector
 from rackafka.net.security import SecurityConfig
+from rackafka.protocol.apis.find_coordinator import FIND_COORDINATOR
 from rackafka.protocol.apis.metadata import METADATA
 from rackafka.protocol.schema import Api
+
+_COORDINATOR_NOT_AVAILABLE = 15
 
 log = logging.getLogger(__name__)
 
@@ -549,6 +555,65 @@ class KafkaClient:
         """Send ``request`` to broker ``node_id`` and return the response."""
         conn = await self.connect(node_id, channel=channel)
         return await conn.request(api, request, version=version, timeout=timeout)
+
+    def any_node(self) -> int:
+        """A broker to ask cluster-wide questions: one already connected if there is one.
+
+        Raises:
+            KafkaConnectionError: no broker is known.
+        """
+        nodes = sorted(self.cluster.brokers)
+        if not nodes:
+            raise KafkaConnectionError("no brokers known")
+        for n in nodes:
+            if self.connection_if_ready(n) is not None:
+                return n
+        return nodes[0]
+
+    async def lookup_coordinator(self, key: str, key_type: int) -> int:
+        """Ask once for the coordinator of ``key`` (key type 0: group, 1: transaction) and
+        return its node id, learning its address.
+
+        Raises:
+            KafkaError: the request failed, or the broker answered an error (the class of
+                its code: callers retry those :func:`~rackafka.errors.is_retriable` says).
+        """
+        node = self.any_node()
+        version = await self.api_version(node, FIND_COORDINATOR)
+        request = FIND_COORDINATOR.Request(key=key, key_type=key_type, coordinator_keys=[key])
+        resp = await self.send(node, FIND_COORDINATOR, request, version=version)
+        if version >= 4:
+            found = resp.coordinators[0] if resp.coordinators else None
+            code = found.error_code if found is not None else _COORDINATOR_NOT_AVAILABLE
+            node_id, host, port = (found.node_id, found.host, found.port) if found else (-1, "", 0)
+        else:
+            code, node_id, host, port = resp.error_code, resp.node_id, resp.host, resp.port
+        if code:
+            raise for_code(code)(f"FindCoordinator for {key!r} (key type {key_type})")
+        if self.cluster.broker(node_id) is None:
+            self.cluster.add_brokers([Broker(node_id, host, port)])
+        return int(node_id)
+
+    async def find_coordinator(self, key: str, key_type: int, timeout: float) -> int:
+        """:meth:`lookup_coordinator`, retried with backoff until ``timeout`` seconds pass.
+
+        Raises:
+            KafkaTimeoutError: no coordinator was found in time.
+            BrokerResponseError: a non-retriable error (e.g. authorization).
+        """
+        deadline = time.monotonic() + timeout
+        delay = self.retry_backoff
+        last: object = None
+        while time.monotonic() < deadline:
+            try:
+                return await self.lookup_coordinator(key, key_type)
+            except KafkaError as exc:
+                if isinstance(exc, BrokerResponseError) and not is_retriable(exc):
+                    raise
+                last = exc
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, self.retry_backoff * 10)
+        raise KafkaTimeoutError(f"no coordinator found for {key!r} in {timeout:.3g} s: {last}")
 
     async def api_version(self, node_id: int, api: Api, *, channel: str = "") -> int:
         """The version of ``api`` negotiated with ``node_id``."""

@@ -120,10 +120,7 @@ class OffsetAndTimestamp(NamedTuple):
 
 
 class RecordMetadata(NamedTuple):
-    """Where the broker stored a produced record.
-
-    rackafka does not produce; the type exists for code shared with aiokafka.
-    """
+    """Where the broker stored a produced record (the result of ``producer.send()``)."""
 
     topic: str
     "The topic name"

@@ -15,6 +15,7 @@ from typing import Any, Generic
 from typing_extensions import TypeVar
 
 from rackafka import __version__
+from rackafka._config import check_positive as _positive
 from rackafka.abc import ConsumerRebalanceListener
 from rackafka.client import KafkaClient
 from rackafka.cluster import ClusterMetadata
@@ -61,25 +62,6 @@ VT = TypeVar("VT", default=bytes)
 
 _ISOLATION = {"read_uncommitted": READ_UNCOMMITTED, "read_committed": READ_COMMITTED}
 _RESETS = (EARLIEST, LATEST, NONE)
-
-
-def _positive(name: str, value: Any, *, zero: bool = False) -> int:
-    """Check a ``*_ms``/``*_bytes`` setting; a float such as ``30e3`` is accepted (as
-    aiokafka does) and made an int."""
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise KafkaConfigurationError(f"{name} must be an int, not {value!r}")
-    if value < 0 or (value == 0 and not zero):
-        allowed = ">= 0" if zero else "> 0"
-        raise KafkaConfigurationError(f"{name} must be {allowed}, not {value}")
-    if value > _INT32_MAX:
-        # Sent as a 32-bit integer on the wire (or used as one by Kafka clients).
-        raise KafkaConfigurationError(f"{name} must be at most {_INT32_MAX}, not {value}")
-    return value
-
-
-_INT32_MAX = 2**31 - 1
 
 
 def _as_tp(tp: Any) -> TopicPartition:

@@ -39,9 +39,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from rackafka.client import KafkaClient
-from rackafka.cluster import Broker, ClusterMetadata
+from rackafka.cluster import ClusterMetadata
 from rackafka.consumer.subscription import SubscriptionState
 from rackafka.errors import (
+    BrokerResponseError,
     CommitFailedError,
     IllegalStateError,
     KafkaConnectionError,
@@ -56,7 +57,6 @@ from rackafka.protocol.apis.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
-from rackafka.protocol.apis.find_coordinator import FIND_COORDINATOR
 from rackafka.protocol.apis.heartbeat import HEARTBEAT
 from rackafka.protocol.apis.join_group import JOIN_GROUP
 from rackafka.protocol.apis.leave_group import LEAVE_GROUP
@@ -402,45 +402,21 @@ class GroupCoordinator:
                 delay = min(self._backoff * 2 ** (attempts - 1), max(self._backoff * 10, 1.0))
                 await asyncio.sleep(delay * random.uniform(0.8, 1.2))
             attempts += 1
-            node = self._any_node()
+            self._client.any_node()  # raises when no broker is known at all
             try:
-                version = await self._client.api_version(node, FIND_COORDINATOR)
-                request = FIND_COORDINATOR.Request(
-                    key=self.group_id, key_type=0, coordinator_keys=[self.group_id]
-                )
-                resp = await self._client.send(node, FIND_COORDINATOR, request, version=version)
+                node_id = await self._client.lookup_coordinator(self.group_id, 0)
+            except BrokerResponseError as exc:
+                if not is_retriable(exc):
+                    raise
+                continue
             except KafkaError as exc:
-                log.debug("FindCoordinator via node %s failed: %s", node, exc)
+                log.debug("FindCoordinator for group %s failed: %s", self.group_id, exc)
                 with contextlib.suppress(KafkaError):
                     await self._client.refresh_metadata()
                 continue
-            if version >= 4:
-                found = resp.coordinators[0] if resp.coordinators else None
-                code = found.error_code if found is not None else COORDINATOR_NOT_AVAILABLE
-                node_id, host, port = (
-                    (found.node_id, found.host, found.port) if found else (-1, "", 0)
-                )
-            else:
-                code, node_id, host, port = resp.error_code, resp.node_id, resp.host, resp.port
-            if code:
-                err = for_code(code)
-                if not is_retriable(err):
-                    raise err(f"FindCoordinator for group {self.group_id}")
-                continue
-            if self._client.cluster.broker(node_id) is None:
-                self._client.cluster.add_brokers([Broker(node_id, host, port)])
             self.coordinator_id = node_id
             log.debug("group %s: coordinator is node %d", self.group_id, node_id)
         return self.coordinator_id
-
-    def _any_node(self) -> int:
-        nodes = sorted(self._client.cluster.brokers)
-        if not nodes:
-            raise KafkaConnectionError("no brokers known")
-        for n in nodes:
-            if self._client.connection_if_ready(n) is not None:
-                return n
-        return nodes[0]
 
     async def _send(self, api: Any, request: Any) -> Any:
         node = self.coordinator_id

@@ -7,6 +7,7 @@ from rackafka.protocol.apis.describe_configs import DESCRIBE_CONFIGS
 from rackafka.protocol.apis.fetch import FETCH
 from rackafka.protocol.apis.find_coordinator import FIND_COORDINATOR
 from rackafka.protocol.apis.heartbeat import HEARTBEAT
+from rackafka.protocol.apis.init_producer_id import INIT_PRODUCER_ID
 from rackafka.protocol.apis.join_group import JOIN_GROUP
 from rackafka.protocol.apis.leave_group import LEAVE_GROUP
 from rackafka.protocol.apis.list_offsets import LIST_OFFSETS
@@ -17,6 +18,12 @@ from rackafka.protocol.apis.offset_for_leader_epoch import OFFSET_FOR_LEADER_EPO
 from rackafka.protocol.apis.produce import PRODUCE
 from rackafka.protocol.apis.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from rackafka.protocol.apis.sync_group import SYNC_GROUP
+from rackafka.protocol.apis.transactions import (
+    ADD_OFFSETS_TO_TXN,
+    ADD_PARTITIONS_TO_TXN,
+    END_TXN,
+    TXN_OFFSET_COMMIT,
+)
 from rackafka.protocol.schema import Api
 
 ALL_APIS: tuple[Api, ...] = (
@@ -35,6 +42,11 @@ ALL_APIS: tuple[Api, ...] = (
     API_VERSIONS,
     CREATE_TOPICS,
     OFFSET_FOR_LEADER_EPOCH,
+    INIT_PRODUCER_ID,
+    ADD_PARTITIONS_TO_TXN,
+    ADD_OFFSETS_TO_TXN,
+    END_TXN,
+    TXN_OFFSET_COMMIT,
     DESCRIBE_CONFIGS,
     SASL_AUTHENTICATE,
     CONSUMER_GROUP_HEARTBEAT,
@@ -42,15 +54,19 @@ ALL_APIS: tuple[Api, ...] = (
 API_BY_KEY: dict[int, Api] = {api.key: api for api in ALL_APIS}
 
 __all__ = [
+    "ADD_OFFSETS_TO_TXN",
+    "ADD_PARTITIONS_TO_TXN",
     "ALL_APIS",
     "API_BY_KEY",
     "API_VERSIONS",
     "CONSUMER_GROUP_HEARTBEAT",
     "CREATE_TOPICS",
     "DESCRIBE_CONFIGS",
+    "END_TXN",
     "FETCH",
     "FIND_COORDINATOR",
     "HEARTBEAT",
+    "INIT_PRODUCER_ID",
     "JOIN_GROUP",
     "LEAVE_GROUP",
     "LIST_OFFSETS",
@@ -62,4 +78,5 @@ __all__ = [
     "SASL_AUTHENTICATE",
     "SASL_HANDSHAKE",
     "SYNC_GROUP",
+    "TXN_OFFSET_COMMIT",
 ]

@@ -1,4 +1,8 @@
-"""Encoder of record batches v2 (used by tests, benchmarks and the embedded cluster)."""
+"""Encoder of record batches v2 (the producer, tests, benchmarks and the embedded cluster).
+
+Pure bytes: :func:`encode_record` writes one record, :func:`finish_batch` wraps encoded
+records in a batch header (compression, CRC); :class:`BatchBuilder` combines both.
+"""
 
 from __future__ import annotations
 
@@ -11,39 +15,123 @@ from rackafka.records._varint import encode_varint
 from rackafka.records.compression import CODEC_NONE, compress
 from rackafka.records.default_records import CONTROL_COMMIT, CRC_START, HEADER, HEADER_SIZE
 
-__all__ = ["BatchBuilder", "encode_batch", "encode_control_batch"]
+__all__ = [
+    "BatchBuilder",
+    "encode_batch",
+    "encode_control_batch",
+    "encode_record",
+    "finish_batch",
+]
 
 Header = tuple[str, "bytes | None"]
 _NULL = encode_varint(-1)
 
 
-def _encode_record(
+_SMALL_VARINTS = [encode_varint(i) for i in range(-64, 64)]
+
+
+def _varint(value: int) -> bytes:
+    if -64 <= value < 64:
+        return _SMALL_VARINTS[value + 64]
+    return encode_varint(value)
+
+
+def encode_record(
     offset_delta: int,
     timestamp_delta: int,
     key: bytes | None,
     value: bytes | None,
-    headers: Sequence[Header],
+    headers: Sequence[Header] = (),
 ) -> bytes:
-    body = bytearray(b"\x00")  # attributes
-    body += encode_varint(timestamp_delta)
-    body += encode_varint(offset_delta)
-    for part in (key, value):
-        if part is None:
-            body += _NULL
-        else:
-            body += encode_varint(len(part))
-            body += part
-    body += encode_varint(len(headers))
+    """Encode one record of a v2 batch, with its length prefix.
+
+    Arguments:
+        offset_delta (int): the record's offset minus the batch's base offset.
+        timestamp_delta (int): the record's timestamp minus the batch's base timestamp.
+        key, value (bytes | None): the key and value.
+        headers: ``(str, bytes | None)`` pairs.
+    """
+    varint = _varint
+    parts = [b"\x00", varint(timestamp_delta), varint(offset_delta)]
+    if key is None:
+        parts.append(_NULL)
+    else:
+        parts.append(varint(len(key)))
+        parts.append(key)
+    if value is None:
+        parts.append(_NULL)
+    else:
+        parts.append(varint(len(value)))
+        parts.append(value)
+    parts.append(varint(len(headers)))
     for hkey, hvalue in headers:
         raw = hkey.encode("utf-8", "surrogateescape")
-        body += encode_varint(len(raw))
-        body += raw
+        parts.append(varint(len(raw)))
+        parts.append(raw)
         if hvalue is None:
-            body += _NULL
+            parts.append(_NULL)
         else:
-            body += encode_varint(len(hvalue))
-            body += hvalue
-    return encode_varint(len(body)) + bytes(body)
+            parts.append(varint(len(hvalue)))
+            parts.append(hvalue)
+    body = b"".join(parts)
+    return varint(len(body)) + body
+
+
+def finish_batch(
+    records: bytes | bytearray,
+    *,
+    count: int,
+    last_offset_delta: int,
+    first_timestamp: int,
+    max_timestamp: int,
+    compression: int = CODEC_NONE,
+    timestamp_type: int = 0,
+    transactional: bool = False,
+    control: bool = False,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    base_offset: int = 0,
+    partition_leader_epoch: int = -1,
+    delete_horizon_ms: int | None = None,
+) -> bytes:
+    """Wrap records from :func:`encode_record` in a v2 batch header.
+
+    ``first_timestamp`` is the base timestamp the records' deltas are relative to
+    (replaced by ``delete_horizon_ms`` when given).  The records are compressed with
+    ``compression`` (a ``CODEC_*`` number) and the CRC-32C is computed.
+    """
+    payload = records
+    if compression != CODEC_NONE:
+        payload = compress(compression, bytes(records))
+    base_ts = first_timestamp if delete_horizon_ms is None else delete_horizon_ms
+    attributes = (
+        (compression & 0x07)
+        | (0x08 if timestamp_type == 1 else 0)
+        | (0x10 if transactional else 0)
+        | (0x20 if control else 0)
+        | (0x40 if delete_horizon_ms is not None else 0)
+    )
+    header = HEADER.pack(
+        base_offset,
+        HEADER_SIZE - 12 + len(payload),
+        partition_leader_epoch,
+        2,
+        0,
+        attributes,
+        last_offset_delta,
+        base_ts,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        count,
+    )
+    data = bytearray(header)
+    data += payload
+    crc = crc32c(memoryview(data)[CRC_START:])
+    struct.pack_into(">I", data, CRC_START - 4, crc)
+    return bytes(data)
 
 
 class BatchBuilder:
@@ -140,38 +228,26 @@ class BatchBuilder:
         if self.timestamp_type == 1 and self.log_append_time is not None:
             max_ts = self.log_append_time
         payload = b"".join(
-            _encode_record(delta, ts - base_ts, key, value, headers)
+            encode_record(delta, ts - base_ts, key, value, headers)
             for delta, ts, key, value, headers in records
         )
-        if self.compression != CODEC_NONE:
-            payload = compress(self.compression, payload)
-        attributes = (
-            (self.compression & 0x07)
-            | (0x08 if self.timestamp_type == 1 else 0)
-            | (0x10 if self.transactional else 0)
-            | (0x20 if self.control else 0)
-            | (0x40 if self.delete_horizon_ms is not None else 0)
+        return finish_batch(
+            payload,
+            count=len(records),
+            last_offset_delta=last_delta,
+            first_timestamp=first_ts,
+            max_timestamp=max_ts,
+            compression=self.compression,
+            timestamp_type=self.timestamp_type,
+            transactional=self.transactional,
+            control=self.control,
+            producer_id=self.producer_id,
+            producer_epoch=self.producer_epoch,
+            base_sequence=self.base_sequence,
+            base_offset=self.base_offset,
+            partition_leader_epoch=self.partition_leader_epoch,
+            delete_horizon_ms=self.delete_horizon_ms,
         )
-        header = HEADER.pack(
-            self.base_offset,
-            HEADER_SIZE - 12 + len(payload),
-            self.partition_leader_epoch,
-            2,
-            0,
-            attributes,
-            last_delta,
-            base_ts,
-            max_ts,
-            self.producer_id,
-            self.producer_epoch,
-            self.base_sequence,
-            len(records),
-        )
-        data = bytearray(header)
-        data += payload
-        crc = crc32c(memoryview(data)[CRC_START:])
-        struct.pack_into(">I", data, CRC_START - 4, crc)
-        return bytes(data)
 
 
 def encode_batch(records: Iterable[Sequence[Any]], **options: Any) -> bytes:

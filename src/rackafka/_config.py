@@ -1,0 +1,39 @@
+"""Checks of constructor arguments shared by the consumer and the producer.
+
+Pure validation that raises :exc:`~rackafka.errors.KafkaConfigurationError` naming the
+argument; it never echoes a secret and never opens a connection.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rackafka.errors import KafkaConfigurationError
+
+__all__ = ["INT32_MAX", "check_callable", "check_positive"]
+
+#: The largest value of a setting sent as a 32-bit integer on the wire.
+INT32_MAX = 2**31 - 1
+
+
+def check_positive(name: str, value: Any, *, zero: bool = False) -> int:
+    """``value`` if it is an int > 0 (>= 0 with ``zero``) that fits in 32 bits, else the
+    error naming ``name``. A float such as ``30e3`` is accepted (as aiokafka does) and
+    made an int."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise KafkaConfigurationError(f"{name} must be an int, not {value!r}")
+    if value < 0 or (value == 0 and not zero):
+        allowed = ">= 0" if zero else "> 0"
+        raise KafkaConfigurationError(f"{name} must be {allowed}, not {value}")
+    if value > INT32_MAX:
+        # Sent as a 32-bit integer on the wire (or used as one by Kafka clients).
+        raise KafkaConfigurationError(f"{name} must be at most {INT32_MAX}, not {value}")
+    return value
+
+
+def check_callable(name: str, fn: Any) -> None:
+    """Raise unless ``fn`` is ``None`` or callable."""
+    if fn is not None and not callable(fn):
+        raise KafkaConfigurationError(f"{name} must be callable, not {fn!r}")

@@ -1,0 +1,361 @@
+"""Record accumulation: one queue of batches per partition, filled by ``send()``.
+
+Records are encoded as they are appended (so a batch knows its exact size); the
+sender drains ready batches.  No network here: the sender owns the wire.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rackafka.errors import KafkaTimeoutError
+from rackafka.records.builder import encode_record, finish_batch
+from rackafka.records.default_records import HEADER_SIZE
+from rackafka.structs import RecordMetadata, TopicPartition
+
+__all__ = ["Accumulator", "ProducerBatch"]
+
+Header = tuple[str, "bytes | None"]
+#: Batches waiting per partition before ``send()`` waits for the sender.
+MAX_QUEUED_BATCHES = 4
+
+
+class ProducerBatch:
+    """Records for one partition, encoded, with the futures of their senders.
+
+    ``futures`` holds ``(future, timestamp)`` per record; a batch from
+    :meth:`AIOKafkaProducer.send_batch` has one future for the whole batch instead.
+    """
+
+    __slots__ = (
+        "tp",
+        "buffer",
+        "count",
+        "first_ts",
+        "max_ts",
+        "futures",
+        "batch_future",
+        "created",
+        "deadline",
+        "closed",
+        "limit",
+        "built",
+        "base_sequence",
+        "attempts",
+        "retry_at",
+        "drained_at",
+        "producer_epoch",
+        "generation",
+    )
+
+    def __init__(self, tp: TopicPartition, limit: int, deadline: float) -> None:
+        self.tp = tp
+        self.buffer = bytearray()
+        self.count = 0
+        self.first_ts = -1
+        self.max_ts = -1
+        self.futures: list[tuple[asyncio.Future[RecordMetadata], int]] = []
+        self.batch_future: asyncio.Future[RecordMetadata] | None = None
+        self.created = time.monotonic()
+        self.deadline = deadline
+        self.closed = False
+        self.limit = limit
+        self.built: bytes | None = None
+        self.base_sequence = -1
+        self.attempts = 0
+        self.retry_at = 0.0
+        self.drained_at = 0.0
+        self.producer_epoch = -1
+        self.generation = -1
+
+    @property
+    def size(self) -> int:
+        """Encoded size in bytes (uncompressed), header included."""
+        return HEADER_SIZE + len(self.buffer)
+
+    def try_append(
+        self,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header],
+    ) -> bool:
+        """Encode a record into the batch; ``False`` if it does not fit (the batch closes)."""
+        if self.closed:
+            return False
+        if self.count:
+            record = encode_record(self.count, timestamp - self.first_ts, key, value, headers)
+            if HEADER_SIZE + len(self.buffer) + len(record) > self.limit:
+                self.closed = True
+                return False
+            if timestamp > self.max_ts:
+                self.max_ts = timestamp
+        else:
+            # The first record always goes in: a record larger than the batch size
+            # gets a batch of its own (max_request_size bounds it).
+            record = encode_record(0, 0, key, value, headers)
+            self.first_ts = self.max_ts = timestamp
+        self.buffer += record
+        self.count += 1
+        return True
+
+    def build(
+        self,
+        *,
+        compression: int,
+        producer_id: int,
+        producer_epoch: int,
+        transactional: bool,
+    ) -> bytes:
+        """The encoded batch; built once, so that retries resend the same bytes."""
+        if self.built is None:
+            self.closed = True
+            self.producer_epoch = producer_epoch
+            self.built = finish_batch(
+                self.buffer,
+                count=self.count,
+                last_offset_delta=self.count - 1,
+                first_timestamp=self.first_ts,
+                max_timestamp=self.max_ts,
+                compression=compression,
+                transactional=transactional,
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                base_sequence=self.base_sequence,
+            )
+        return self.built
+
+    def reset_build(self) -> None:
+        """Forget the encoded form (the producer id or sequence changed)."""
+        self.built = None
+
+    def done(self, base_offset: int, log_append_time: int, log_start_offset: int) -> None:
+        """Complete every future: the broker stored the batch at ``base_offset``."""
+        tp = self.tp
+        topic, partition = tp
+        lat = log_append_time if log_append_time is not None and log_append_time >= 0 else None
+        ts_type = 0 if lat is None else 1
+        lso = log_start_offset if log_start_offset is not None and log_start_offset >= 0 else None
+        if self.batch_future is not None:
+            if not self.batch_future.done():
+                self.batch_future.set_result(
+                    RecordMetadata(
+                        topic,
+                        partition,
+                        tp,
+                        base_offset,
+                        lat if lat is not None else self.max_ts,
+                        ts_type,
+                        lso,
+                    )
+                )
+            return
+        for i, (fut, ts) in enumerate(self.futures):
+            if not fut.done():
+                fut.set_result(
+                    RecordMetadata(
+                        topic,
+                        partition,
+                        tp,
+                        base_offset + i if base_offset >= 0 else -1,
+                        lat if lat is not None else ts,
+                        ts_type,
+                        lso,
+                    )
+                )
+        self.futures = []
+
+    def fail(self, exc: BaseException) -> None:
+        """Fail every future with ``exc``."""
+        if self.batch_future is not None:
+            if not self.batch_future.done():
+                self.batch_future.set_exception(exc)
+            return
+        for fut, _ts in self.futures:
+            if not fut.done():
+                fut.set_exception(exc)
+        self.futures = []
+
+
+class Accumulator:
+    """Per-partition queues of :class:`ProducerBatch`.
+
+    Arguments:
+        max_batch_size: a batch closes when the next record would make it larger.
+        linger: seconds a non-full batch waits for more records.
+        delivery_timeout: seconds from a batch's creation until it fails with
+            :exc:`~rackafka.errors.KafkaTimeoutError` if it could not be delivered.
+        wakeup: called when a batch may have become ready.
+        on_batch_closed: called with the partition whose open batch closed (the
+            sticky partitioner moves on).
+    """
+
+    def __init__(
+        self,
+        *,
+        max_batch_size: int,
+        linger: float,
+        delivery_timeout: float,
+        wakeup: Callable[[], None],
+        on_batch_closed: Callable[[TopicPartition], None],
+    ) -> None:
+        self.max_batch_size = max_batch_size
+        self.linger = linger
+        self.delivery_timeout = delivery_timeout
+        self._wakeup = wakeup
+        self._on_batch_closed = on_batch_closed
+        self.batches: dict[TopicPartition, collections.deque[ProducerBatch]] = {}
+        self._drained = asyncio.Event()
+        self.flushing = 0
+        self.closing = False
+        #: Batches created since the last drain (the sender's fast check).
+        self.pending = 0
+        #: Set when the sender died: every later append raises it.
+        self.error: BaseException | None = None
+
+    def open_batch(self, tp: TopicPartition) -> ProducerBatch | None:
+        """The batch of ``tp`` still taking records, if any."""
+        dq = self.batches.get(tp)
+        if dq:
+            last = dq[-1]
+            if not last.closed:
+                return last
+        return None
+
+    async def append(
+        self,
+        tp: TopicPartition,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header],
+        timeout: float,
+    ) -> asyncio.Future[RecordMetadata]:
+        """Add a record to ``tp``'s open batch (a new one if it is full); its future.
+
+        Waits while ``tp`` has :data:`MAX_QUEUED_BATCHES` batches queued.
+
+        Raises:
+            KafkaTimeoutError: no room within ``timeout`` seconds.
+        """
+        if self.error is not None:
+            raise self.error
+        dq = self.batches.get(tp)
+        if dq is None:
+            dq = self.batches[tp] = collections.deque()
+        elif dq:
+            last = dq[-1]
+            if last.try_append(timestamp, key, value, headers):
+                fut: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
+                last.futures.append((fut, timestamp))
+                if last.size >= self.max_batch_size:
+                    self._close(last)
+                return fut
+            if last.closed:
+                self._close(last)
+        await self._wait_room(dq, timeout)
+        if self.error is not None:
+            raise self.error
+        batch = ProducerBatch(tp, self.max_batch_size, time.monotonic() + self.delivery_timeout)
+        batch.try_append(timestamp, key, value, headers)
+        fut = asyncio.get_running_loop().create_future()
+        batch.futures.append((fut, timestamp))
+        dq.append(batch)
+        self.pending += 1
+        if batch.size >= self.max_batch_size:
+            self._close(batch)
+        elif self.linger <= 0:
+            self._wakeup()
+        return fut
+
+    async def add_batch(
+        self, tp: TopicPartition, batch: ProducerBatch, timeout: float
+    ) -> asyncio.Future[RecordMetadata]:
+        """Queue a whole batch (``send_batch``); the future of the batch."""
+        if self.error is not None:
+            raise self.error
+        dq = self.batches.get(tp)
+        if dq is None:
+            dq = self.batches[tp] = collections.deque()
+        open_batch = self.open_batch(tp)
+        if open_batch is not None:
+            self._close(open_batch)
+        await self._wait_room(dq, timeout)
+        batch.tp = tp
+        batch.closed = True
+        batch.created = time.monotonic()
+        batch.deadline = batch.created + self.delivery_timeout
+        fut: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
+        batch.batch_future = fut
+        dq.append(batch)
+        self.pending += 1
+        self._wakeup()
+        return fut
+
+    async def _wait_room(self, dq: collections.deque[ProducerBatch], timeout: float) -> None:
+        if len(dq) < MAX_QUEUED_BATCHES:
+            return
+        deadline = time.monotonic() + timeout
+        while len(dq) >= MAX_QUEUED_BATCHES:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise KafkaTimeoutError(
+                    f"no room for the record in {timeout:.3g} s: the partition's batches "
+                    "are not being delivered"
+                )
+            self._drained.clear()
+            try:
+                await asyncio.wait_for(self._drained.wait(), remaining)
+            except asyncio.TimeoutError:
+                pass
+
+    def _close(self, batch: ProducerBatch) -> None:
+        batch.closed = True
+        self._on_batch_closed(batch.tp)
+        self._wakeup()
+
+    def notify_drained(self) -> None:
+        """A batch left a queue: wake ``send()`` calls waiting for room."""
+        self._drained.set()
+
+    def ready(self, batch: ProducerBatch, now: float) -> bool:
+        """Whether ``batch`` (the head of its queue) should be sent now."""
+        if batch.retry_at > now:
+            return False
+        return (
+            batch.closed or self.flushing > 0 or self.closing or now - batch.created >= self.linger
+        )
+
+    def next_ready_time(self, now: float) -> float | None:
+        """When the next lingering head batch becomes ready (``None``: nothing waits)."""
+        best: float | None = None
+        for dq in self.batches.values():
+            if dq:
+                b = dq[0]
+                t = max(b.retry_at, b.created + self.linger) if not b.closed else b.retry_at
+                if best is None or t < best:
+                    best = t
+        return best
+
+    def has_unsent(self) -> bool:
+        return any(self.batches.values())
+
+    def fail_all(self, exc: BaseException) -> None:
+        """Fail every queued batch (the producer is closing or broken)."""
+        for dq in self.batches.values():
+            while dq:
+                dq.popleft().fail(exc)
+        self.notify_drained()
+
+    def drop_expired(self, now: float, make_error: Callable[[ProducerBatch], Any]) -> None:
+        """Fail queued head batches past their delivery deadline."""
+        for dq in self.batches.values():
+            while dq and dq[0].deadline < now and dq[0].base_sequence < 0:
+                batch = dq.popleft()
+                self._on_batch_closed(batch.tp)
+                batch.fail(make_error(batch))
+                self.notify_drained()

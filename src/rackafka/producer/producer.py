@@ -1,0 +1,722 @@
+"""``AIOKafkaProducer``: aiokafka's producer API, Kafka's partitioning, rack-aware option.
+
+The public class: configuration checks, serialization and partitioning; batching is
+the accumulator's job and the wire the sender's.  Never imports the consumer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import warnings
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Any, Generic, NamedTuple, TypeVar
+
+from rackafka import __version__
+from rackafka._config import INT32_MAX, check_callable, check_positive
+from rackafka.client import KafkaClient
+from rackafka.errors import (
+    IllegalOperation,
+    KafkaConfigurationError,
+    KafkaError,
+    KafkaTimeoutError,
+    MessageSizeTooLargeError,
+    ProducerClosed,
+    UnknownTopicOrPartitionError,
+)
+from rackafka.net.security import SecurityConfig
+from rackafka.producer.accumulator import Accumulator, ProducerBatch
+from rackafka.producer.partitioner import DefaultPartitioner, StickyPartitioner, murmur2_partition
+from rackafka.producer.sender import ProducerIdState, ProduceStats, Sender
+from rackafka.producer.transaction_manager import IN_TRANSACTION, TransactionManager
+from rackafka.records.compression import (
+    CODEC_GZIP,
+    CODEC_LZ4,
+    CODEC_NONE,
+    CODEC_SNAPPY,
+    CODEC_ZSTD,
+)
+from rackafka.records.default_records import HEADER_SIZE
+from rackafka.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
+
+log = logging.getLogger("rackafka.producer")
+
+KT = TypeVar("KT")
+VT = TypeVar("VT")
+
+_COMPRESSION = {
+    None: CODEC_NONE,
+    "gzip": CODEC_GZIP,
+    "snappy": CODEC_SNAPPY,
+    "lz4": CODEC_LZ4,
+    "zstd": CODEC_ZSTD,
+}
+_ACKS = {0: 0, 1: 1, -1: -1, "all": -1}
+_missing: Any = object()
+#: Bytes a record adds besides its key, value and headers (varints, attributes), at most.
+_RECORD_OVERHEAD = 21
+_DEFAULT_PARTITIONER = DefaultPartitioner()
+
+
+class _NeedKeyOrValue(AssertionError, ValueError):
+    """send() got neither a key nor a value (aiokafka asserts; catchable as ValueError)."""
+
+
+class BatchAppendMetadata(NamedTuple):
+    """What :meth:`BatchBuilder.append` returns for a record added to the batch."""
+
+    offset: int
+    "The record's offset within the batch"
+    timestamp: int
+    "The record's timestamp in milliseconds"
+    crc: int | None
+    "Always ``None`` (batches v2 carry one CRC for the whole batch)"
+    size: int
+    "The encoded size of the record in bytes"
+
+
+class BatchBuilder:
+    """A batch filled by the caller and sent with :meth:`AIOKafkaProducer.send_batch`.
+
+    Made by :meth:`AIOKafkaProducer.create_batch`; the producer's serializers apply.
+    """
+
+    def __init__(
+        self,
+        max_batch_size: int,
+        key_serializer: Callable[[Any], bytes | None] | None,
+        value_serializer: Callable[[Any], bytes | None] | None,
+    ) -> None:
+        self._batch = ProducerBatch(TopicPartition("", -1), max_batch_size, 0.0)
+        self._key_serializer = key_serializer
+        self._value_serializer = value_serializer
+        self._closed = False
+
+    def append(
+        self,
+        *,
+        timestamp: int | None,
+        key: Any,
+        value: Any,
+        headers: Iterable[tuple[str, bytes | None]] | None = None,
+    ) -> BatchAppendMetadata | None:
+        """Add a record to the batch.
+
+        Arguments:
+            timestamp: epoch milliseconds, or ``None`` for now.
+            key, value: the key and value (serialized with the producer's serializers).
+            headers: ``(str, bytes)`` pairs.
+
+        Returns:
+            the record's :class:`BatchAppendMetadata`, or ``None`` if the batch is full
+            or closed.
+        """
+        if self._closed:
+            return None
+        if self._key_serializer is not None:
+            key = self._key_serializer(key)
+        if self._value_serializer is not None:
+            value = self._value_serializer(value)
+        if timestamp is None:
+            timestamp = int(time.time() * 1000)
+        batch = self._batch
+        before = len(batch.buffer)
+        if not batch.try_append(timestamp, key, value, list(headers or ())):
+            self._closed = True
+            return None
+        return BatchAppendMetadata(batch.count - 1, timestamp, None, len(batch.buffer) - before)
+
+    def close(self) -> None:
+        """Take no more records (the batch is sent as it is)."""
+        self._closed = True
+
+    def size(self) -> int:
+        """The size of the batch in bytes."""
+        return self._batch.size
+
+    def record_count(self) -> int:
+        """The number of records in the batch."""
+        return self._batch.count
+
+
+class AIOKafkaProducer(Generic[KT, VT]):
+    """A Kafka client that publishes records to the Kafka cluster.
+
+    A drop-in for :class:`aiokafka.AIOKafkaProducer`: the same arguments with the same
+    defaults, the same methods and exceptions.  Keyed records go to the partition
+    Kafka's Java client picks (murmur2 of the key); keyless ones stick to one
+    partition until its batch is full or sent (KIP-480), instead of a random choice
+    per record.  With ``client_rack`` and ``rack_aware_partitioning=True``, keyless
+    records go to partitions led by a broker in the producer's rack when there are
+    any (see :doc:`/producer`); :meth:`send_stats` counts same-rack and cross-rack
+    bytes.
+
+    Arguments:
+        bootstrap_servers: ``host[:port]`` string or list of them.  Default:
+            ``localhost:9092``.
+        client_id: a name sent in every request.  Default: ``rackafka-producer-<version>``.
+        acks: ``0`` (no acknowledgement), ``1`` (the leader's) or ``"all"``/``-1``
+            (every in-sync replica's).  Default: ``1``, or ``"all"`` with
+            ``enable_idempotence``.
+        key_serializer, value_serializer: callables turning keys and values into
+            ``bytes``.
+        compression_type: ``"gzip"``, ``"snappy"``, ``"lz4"``, ``"zstd"`` or ``None``.
+        max_batch_size: most bytes of one partition's batch.  Default: 16384.
+        partitioner: ``partitioner(key_bytes, all_partitions, available_partitions)``
+            returning a partition.  Default: :class:`DefaultPartitioner` (murmur2 for
+            keys, sticky batches for keyless records).
+        max_request_size: most bytes of one Produce request (and one record).
+            Default: 1048576.
+        linger_ms: how long a batch waits for more records.  Default: 0.
+        request_timeout_ms: how long a request may wait for its response; also the
+            time a record may take to be delivered.  Default: 40000.
+        retry_backoff_ms: pause before retrying after an error.  Default: 100.
+        metadata_max_age_ms: metadata refresh period.  Default: 300000.
+        connections_max_idle_ms: idle connections are closed after this.
+        enable_idempotence: the broker stores each record exactly once even when
+            sends are retried (producer id and sequence numbers).  Needs
+            ``acks="all"``.  Default: ``False``.
+        transactional_id: makes the producer transactional (and idempotent): records
+            are sent between :meth:`begin_transaction` and
+            :meth:`commit_transaction` / :meth:`abort_transaction`.
+        transaction_timeout_ms: how long the coordinator waits for a transaction to
+            end before aborting it.  Default: 60000.
+        security_protocol, ssl_context, sasl_*: as in the consumer.
+        client_rack: the rack (availability zone) of this producer.
+        rack_aware_partitioning: with ``client_rack``, send keyless records to
+            partitions whose leader is in the same rack when there are any (a
+            rackafka extension in the spirit of KIP-1123).  Default: ``False``.
+        api_version: deprecated and ignored, as in aiokafka.
+        loop: deprecated and ignored, as in aiokafka.
+    """
+
+    _client_seq = 0
+
+    def __init__(
+        self,
+        *,
+        loop: Any = None,
+        bootstrap_servers: str | list[str] = "localhost",
+        client_id: str | None = None,
+        metadata_max_age_ms: int = 300000,
+        request_timeout_ms: int = 40000,
+        api_version: Any = None,
+        acks: Any = _missing,
+        key_serializer: Callable[[Any], bytes | None] | None = None,
+        value_serializer: Callable[[Any], bytes | None] | None = None,
+        compression_type: str | None = None,
+        max_batch_size: int = 16384,
+        partitioner: Callable[[bytes | None, list[int], list[int]], int] = _DEFAULT_PARTITIONER,
+        max_request_size: int = 1048576,
+        linger_ms: int = 0,
+        retry_backoff_ms: int = 100,
+        security_protocol: str = "PLAINTEXT",
+        ssl_context: Any = None,
+        connections_max_idle_ms: int = 540000,
+        enable_idempotence: bool = False,
+        transactional_id: str | None = None,
+        transaction_timeout_ms: int = 60000,
+        sasl_mechanism: str = "PLAIN",
+        sasl_plain_password: str | None = None,
+        sasl_plain_username: str | None = None,
+        sasl_kerberos_service_name: str = "kafka",
+        sasl_kerberos_domain_name: str | None = None,
+        sasl_oauth_token_provider: Any = None,
+        client_rack: str | None = None,
+        rack_aware_partitioning: bool = False,
+    ) -> None:
+        if loop is not None:
+            warnings.warn(
+                "The loop argument is deprecated (as in aiokafka) and ignored",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+        if api_version is not None:
+            warnings.warn(
+                "The api_version argument is deprecated (as in aiokafka) and ignored: "
+                "versions are negotiated",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+        security = SecurityConfig.create(
+            security_protocol=security_protocol,
+            ssl_context=ssl_context,
+            sasl_mechanism=sasl_mechanism,
+            sasl_plain_username=sasl_plain_username,
+            sasl_plain_password=sasl_plain_password,
+            sasl_kerberos_service_name=sasl_kerberos_service_name,
+            sasl_kerberos_domain_name=sasl_kerberos_domain_name,
+            sasl_oauth_token_provider=sasl_oauth_token_provider,
+        )
+        if acks is not _missing and (isinstance(acks, bool) or acks not in _ACKS):
+            raise KafkaConfigurationError(f"acks must be 0, 1, -1 or 'all', not {acks!r}")
+        if compression_type not in _COMPRESSION:
+            raise KafkaConfigurationError(
+                "compression_type must be None, 'gzip', 'snappy', 'lz4' or 'zstd', "
+                f"not {compression_type!r}"
+            )
+        for name, value, zero in (
+            ("metadata_max_age_ms", metadata_max_age_ms, False),
+            ("request_timeout_ms", request_timeout_ms, False),
+            ("max_batch_size", max_batch_size, False),
+            ("max_request_size", max_request_size, False),
+            ("linger_ms", linger_ms, True),
+            ("retry_backoff_ms", retry_backoff_ms, True),
+            ("connections_max_idle_ms", connections_max_idle_ms, False),
+            ("transaction_timeout_ms", transaction_timeout_ms, False),
+        ):
+            check_positive(name, value, zero=zero)
+        check_callable("key_serializer", key_serializer)
+        check_callable("value_serializer", value_serializer)
+        if not callable(partitioner):
+            raise KafkaConfigurationError(f"partitioner must be callable, not {partitioner!r}")
+        if client_id is not None and not isinstance(client_id, str):
+            raise KafkaConfigurationError(f"client_id must be a str, not {client_id!r}")
+        if client_rack is not None and (not isinstance(client_rack, str) or not client_rack):
+            raise KafkaConfigurationError(
+                f"client_rack must be a non-empty str or None, not {client_rack!r}"
+            )
+        if not isinstance(rack_aware_partitioning, bool):
+            raise KafkaConfigurationError(
+                f"rack_aware_partitioning must be a bool, not {rack_aware_partitioning!r}"
+            )
+        if rack_aware_partitioning and client_rack is None:
+            raise KafkaConfigurationError("rack_aware_partitioning=True needs client_rack")
+        if rack_aware_partitioning and partitioner is not _DEFAULT_PARTITIONER:
+            raise KafkaConfigurationError(
+                "rack_aware_partitioning applies to the default partitioner only: "
+                "leave partitioner at its default"
+            )
+        if transactional_id is not None:
+            if not isinstance(transactional_id, str) or not transactional_id:
+                raise KafkaConfigurationError(
+                    f"transactional_id must be a non-empty str, not {transactional_id!r}"
+                )
+            enable_idempotence = True  # as aiokafka and Kafka: transactions are idempotent
+        else:
+            transaction_timeout_ms = INT32_MAX  # as aiokafka
+        if not isinstance(enable_idempotence, bool):
+            raise KafkaConfigurationError(
+                f"enable_idempotence must be a bool, not {enable_idempotence!r}"
+            )
+        if enable_idempotence:
+            if acks is _missing:
+                acks = -1
+            elif _ACKS[acks] != -1:
+                raise KafkaConfigurationError(
+                    f"acks={acks!r} not supported with enable_idempotence=True: use 'all'"
+                )
+        if acks is _missing:
+            acks = 1
+        if client_id is None:
+            AIOKafkaProducer._client_seq += 1
+            client_id = f"rackafka-producer-{AIOKafkaProducer._client_seq}"
+        self._client = KafkaClient(
+            bootstrap_servers,
+            client_id=client_id,
+            metadata_max_age_ms=metadata_max_age_ms,
+            request_timeout_ms=request_timeout_ms,
+            retry_backoff_ms=retry_backoff_ms,
+            connections_max_idle_ms=connections_max_idle_ms,
+            client_software_version=__version__,
+            security=security,
+        )
+        self._acks = _ACKS[acks]
+        self._compression = _COMPRESSION[compression_type]
+        self._key_serializer = key_serializer
+        self._value_serializer = value_serializer
+        self._max_batch_size = max_batch_size
+        self._max_request_size = max_request_size
+        self._linger = linger_ms / 1000
+        self._request_timeout_ms = request_timeout_ms
+        self._request_timeout = request_timeout_ms / 1000
+        self._retry_backoff = retry_backoff_ms / 1000
+        self._partitioner = partitioner
+        self._default_partitioner = partitioner is _DEFAULT_PARTITIONER
+        self._client_rack = client_rack
+        self._sticky = StickyPartitioner(
+            client_rack if rack_aware_partitioning else None, self._leader_rack
+        )
+        self._pid_state = (
+            ProducerIdState(transactional_id, transaction_timeout_ms)
+            if enable_idempotence
+            else None
+        )
+        self._txn: TransactionManager | None = None
+        self._stats = ProduceStats()
+        # Per topic: (metadata version, all partitions sorted, available partitions).
+        self._parts: dict[str, tuple[int, list[int], list[int]]] = {}
+        self._accumulator: Accumulator | None = None
+        self._sender: Sender | None = None
+        self._sender_task: asyncio.Task[None] | None = None
+        self._sender_error: BaseException | None = None
+        self._started = False
+        self._closed = False
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Connect to the cluster, load metadata and start the sender.
+
+        Raises:
+            KafkaConnectionError: no bootstrap server could be reached.
+        """
+        if self._closed:
+            raise ProducerClosed("the producer was stopped; create a new one")
+        if self._started:
+            return
+        await self._client.bootstrap_cluster()
+        self._accumulator = Accumulator(
+            max_batch_size=self._max_batch_size,
+            linger=self._linger,
+            delivery_timeout=self._request_timeout * 2 + self._linger,
+            wakeup=self._wakeup,
+            on_batch_closed=self._batch_closed,
+        )
+        self._sender = Sender(
+            self._client,
+            self._accumulator,
+            acks=self._acks,
+            compression=self._compression,
+            request_timeout_ms=self._request_timeout_ms,
+            retry_backoff_ms=int(self._retry_backoff * 1000),
+            max_request_size=self._max_request_size,
+            pid_state=self._pid_state,
+            client_rack=self._client_rack,
+            stats=self._stats,
+        )
+        if self._pid_state is not None and self._pid_state.transactional_id is not None:
+            self._txn = TransactionManager(
+                self._client,
+                self._pid_state,
+                retry_backoff=self._retry_backoff,
+                request_timeout=self._request_timeout,
+            )
+            self._sender.txn = self._txn
+        self._sender_task = self._sender.start()
+        self._sender_task.add_done_callback(self._sender_done)
+        self._started = True
+
+    def _sender_done(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            log.error("the producer's sender failed: %s", exc)
+            self._sender_error = exc
+            if self._accumulator is not None:
+                self._accumulator.error = exc
+                self._accumulator.fail_all(exc)
+
+    def _wakeup(self) -> None:
+        if self._sender is not None:
+            self._sender.wakeup()
+
+    def _batch_closed(self, tp: TopicPartition) -> None:
+        self._sticky.batch_closed(tp.topic, tp.partition)
+
+    def _leader_rack(self, topic: str, partition: int) -> str | None:
+        cluster = self._client.cluster
+        leader = cluster.leader_for(TopicPartition(topic, partition))
+        return cluster.rack_of(leader) if leader is not None else None
+
+    async def flush(self) -> None:
+        """Wait until every record sent so far is delivered (or failed)."""
+        sender, acc = self._sender, self._accumulator
+        if sender is None or acc is None:
+            return
+        acc.flushing += 1
+        sender.wakeup()
+        try:
+            while (acc.has_unsent() or sender.busy) and self._sender_error is None:
+                await sender.wait_progress(0.1)
+        finally:
+            acc.flushing -= 1
+
+    async def stop(self) -> None:
+        """Deliver the records sent so far, then close every connection."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._started and self._accumulator is not None and self._sender is not None:
+            self._accumulator.closing = True
+            try:
+                await self.flush()
+            finally:
+                await self._sender.close()
+                self._accumulator.fail_all(ProducerClosed("the producer was stopped"))
+        await self._client.close()
+
+    async def __aenter__(self) -> AIOKafkaProducer[KT, VT]:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    def __del__(self, _warnings: Any = warnings) -> None:
+        if getattr(self, "_started", False) and not getattr(self, "_closed", True):
+            _warnings.warn(f"Unclosed AIOKafkaProducer {self!r}", ResourceWarning, stacklevel=1)
+
+    def __repr__(self) -> str:
+        # Never a secret: the security settings show only their kind and user name.
+        return (
+            f"<AIOKafkaProducer bootstrap_servers={self._client.bootstrap!r} "
+            f"client_rack={self._client_rack!r} {self._client.security!r}>"
+        )
+
+    def _check_running(self) -> Accumulator:
+        if self._sender_error is not None:
+            raise self._sender_error
+        if self._closed:
+            raise ProducerClosed("the producer is stopped")
+        if self._accumulator is None:
+            raise IllegalOperation("the producer is not started: call start() first")
+        return self._accumulator
+
+    # -- metadata ----------------------------------------------------------------
+
+    async def partitions_for(self, topic: str) -> set[int]:
+        """The partition ids of ``topic`` (waiting for its metadata).
+
+        Raises:
+            UnknownTopicOrPartitionError: the topic is still unknown after
+                ``request_timeout_ms``.
+        """
+        return set((await self._partitions(topic))[0])
+
+    async def _partitions(self, topic: str) -> tuple[list[int], list[int]]:
+        cluster = self._client.cluster
+        cached = self._parts.get(topic)
+        if cached is not None and cached[0] == cluster.version:
+            return cached[1], cached[2]
+        parts = cluster.partitions.get(topic)
+        if parts is None:
+            self._client.add_topics([topic])
+            deadline = time.monotonic() + self._request_timeout
+            while True:
+                try:
+                    await self._client.refresh_metadata()
+                except KafkaError as exc:
+                    log.debug("metadata refresh failed: %s", exc)
+                parts = cluster.partitions.get(topic)
+                if parts is not None:
+                    break
+                if time.monotonic() > deadline:
+                    raise UnknownTopicOrPartitionError(
+                        f"topic {topic!r} not in the metadata after {self._request_timeout:.3g} s"
+                    )
+                await asyncio.sleep(self._retry_backoff)
+        all_parts = sorted(parts)
+        available = [p for p, info in sorted(parts.items()) if info.leader >= 0]
+        self._parts[topic] = (cluster.version, all_parts, available)
+        return all_parts, available
+
+    # -- sending -----------------------------------------------------------------
+
+    async def send(
+        self,
+        topic: str,
+        value: VT | None = None,
+        key: KT | None = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Iterable[tuple[str, bytes | None]] | None = None,
+    ) -> asyncio.Future[RecordMetadata]:
+        """Publish a record to a topic.
+
+        Arguments:
+            topic: the topic.
+            value: the value, ``bytes`` or anything ``value_serializer`` turns into
+                bytes.  ``None`` (with a key) is a tombstone.
+            key: the key, ``bytes`` or anything ``key_serializer`` turns into bytes.
+                Records with the same key go to the same partition (the one Kafka's
+                Java client picks).
+            partition: the partition; by default the partitioner picks one.
+            timestamp_ms: epoch milliseconds; default now.
+            headers: ``(str, bytes)`` pairs.
+
+        Returns:
+            a future of the record's :class:`~rackafka.structs.RecordMetadata`, set
+            once the broker has stored it (``offset=-1`` with ``acks=0``).
+
+        Raises:
+            MessageSizeTooLargeError: the record is larger than ``max_request_size``.
+            KafkaTimeoutError: no room for the record within ``request_timeout_ms``.
+            UnknownTopicOrPartitionError: the topic is unknown.
+        """
+        acc = self._check_running()
+        if value is None and key is None:
+            raise _NeedKeyOrValue("Need at least one: key or value")
+        if self._txn is not None and self._txn.state != IN_TRANSACTION:
+            raise IllegalOperation("Can't send messages while not in transaction")
+        cached = self._parts.get(topic)
+        if cached is not None and cached[0] == self._client.cluster.version:
+            all_parts, available = cached[1], cached[2]
+        else:
+            all_parts, available = await self._partitions(topic)
+        key_bytes = key if self._key_serializer is None else self._key_serializer(key)
+        value_bytes = value if self._value_serializer is None else self._value_serializer(value)
+        hdrs = list(headers) if headers else []
+        size = (
+            HEADER_SIZE
+            + _RECORD_OVERHEAD
+            + (len(key_bytes) if key_bytes is not None else 0)  # type: ignore[arg-type]
+            + (len(value_bytes) if value_bytes is not None else 0)  # type: ignore[arg-type]
+        )
+        for hkey, hvalue in hdrs:
+            size += len(hkey) + (len(hvalue) if hvalue is not None else 0) + 10
+        if size > self._max_request_size:
+            raise MessageSizeTooLargeError(
+                f"The message is {size} bytes when serialized which is larger than the "
+                "maximum request size you have configured with the max_request_size "
+                "configuration"
+            )
+        if partition is None:
+            if not self._default_partitioner:
+                partition = self._partitioner(key_bytes, all_parts, available)  # type: ignore[arg-type]
+            elif key_bytes is not None:
+                partition = all_parts[murmur2_partition(key_bytes, len(all_parts))]  # type: ignore[arg-type]
+            else:
+                partition = self._sticky.partition(topic, all_parts, available)
+        elif partition not in all_parts:
+            raise UnknownTopicOrPartitionError(f"partition {partition} of {topic!r} is unknown")
+        if timestamp_ms is None:
+            timestamp_ms = int(time.time() * 1000)
+        return await acc.append(
+            TopicPartition(topic, partition),
+            timestamp_ms,
+            key_bytes,  # type: ignore[arg-type]
+            value_bytes,  # type: ignore[arg-type]
+            hdrs,
+            self._request_timeout,
+        )
+
+    async def send_and_wait(
+        self,
+        topic: str,
+        value: VT | None = None,
+        key: KT | None = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Iterable[tuple[str, bytes | None]] | None = None,
+    ) -> RecordMetadata:
+        """Publish a record and wait until the broker has stored it."""
+        future = await self.send(topic, value, key, partition, timestamp_ms, headers)
+        return await future
+
+    def create_batch(self) -> BatchBuilder:
+        """An empty :class:`BatchBuilder` to fill and pass to :meth:`send_batch`."""
+        return BatchBuilder(self._max_batch_size, self._key_serializer, self._value_serializer)
+
+    async def send_batch(
+        self, batch: BatchBuilder, topic: str, *, partition: int
+    ) -> asyncio.Future[RecordMetadata]:
+        """Queue a :class:`BatchBuilder` for ``topic``/``partition``.
+
+        Returns:
+            a future of the :class:`~rackafka.structs.RecordMetadata` of the batch
+            (its first offset).
+
+        Raises:
+            MessageSizeTooLargeError: the batch is larger than ``max_request_size``.
+        """
+        acc = self._check_running()
+        if self._txn is not None and self._txn.state != IN_TRANSACTION:
+            raise IllegalOperation("Can't send messages while not in transaction")
+        all_parts, _ = await self._partitions(topic)
+        if partition not in all_parts:
+            raise UnknownTopicOrPartitionError(f"partition {partition} of {topic!r} is unknown")
+        if batch.size() > self._max_request_size:
+            raise MessageSizeTooLargeError(
+                f"The batch is {batch.size()} bytes, larger than max_request_size"
+            )
+        batch.close()
+        return await acc.add_batch(
+            TopicPartition(topic, partition), batch._batch, self._request_timeout
+        )
+
+    def send_stats(self) -> ProduceStats:
+        """Counters of what was sent: records, batches, requests, retries, and the
+        bytes that went to a leader in the producer's rack or another one."""
+        return self._stats
+
+    # -- transactions ------------------------------------------------------------
+
+    def _ensure_transactional(self) -> TransactionManager:
+        self._check_running()
+        if self._txn is None:
+            raise IllegalOperation("You need to configure transaction_id to use transactions")
+        return self._txn
+
+    async def _wait_producer_id(self) -> None:
+        pid = self._pid_state
+        assert pid is not None
+        deadline = time.monotonic() + self._request_timeout
+        while not pid.has_pid:
+            self._check_running()
+            if time.monotonic() > deadline:
+                raise KafkaTimeoutError("no producer id from the transaction coordinator")
+            await asyncio.sleep(0.005)
+
+    async def begin_transaction(self) -> None:
+        """Start a transaction: records sent until it ends belong to it.
+
+        Raises:
+            IllegalOperation: the producer has no ``transactional_id``.
+            IllegalOperation: a transaction is already open.
+        """
+        txn = self._ensure_transactional()
+        await self._wait_producer_id()
+        txn.begin()
+
+    async def commit_transaction(self) -> None:
+        """Deliver every record of the transaction and commit it."""
+        txn = self._ensure_transactional()
+        await self.flush()
+        self._check_running()
+        await txn.end(True)
+
+    async def abort_transaction(self) -> None:
+        """Deliver what was sent, then abort the transaction (its records stay invisible
+        to ``read_committed`` consumers)."""
+        txn = self._ensure_transactional()
+        await self.flush()
+        await txn.end(False)
+
+    def transaction(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """``async with producer.transaction():`` begins a transaction, commits it on
+        success and aborts it when the block raises."""
+        return self._transaction()
+
+    @contextlib.asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[None]:
+        await self.begin_transaction()
+        try:
+            yield
+        except BaseException:
+            if self._txn is not None and self._txn.state == IN_TRANSACTION:
+                await self.abort_transaction()
+            raise
+        await self.commit_transaction()
+
+    async def send_offsets_to_transaction(
+        self, offsets: dict[TopicPartition, int | OffsetAndMetadata], group_id: str
+    ) -> None:
+        """Commit consumer ``offsets`` of ``group_id`` as part of the transaction.
+
+        Raises:
+            IllegalOperation: no transaction is open.
+            ValueError: ``group_id`` is empty.
+        """
+        txn = self._ensure_transactional()
+        if txn.state != IN_TRANSACTION:
+            raise IllegalOperation("Not in the middle of a transaction")
+        if not group_id or not isinstance(group_id, str):
+            raise ValueError(group_id)
+        for tp in offsets:
+            if not isinstance(tp, TopicPartition):
+                raise TypeError(f"offsets keys must be TopicPartition, not {tp!r}")
+        await txn.send_offsets(dict(offsets), group_id)

@@ -1,0 +1,57 @@
+"""The producer connects to brokers behind TLS and SASL with the consumer's settings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from rackafka import AIOKafkaConsumer, AIOKafkaProducer
+from rackafka.errors import SaslAuthenticationFailed
+from rackafka.testing import EmbeddedCluster
+
+USERS = {"alice": "producer-secret-42"}
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+async def test_produce_and_read_back_through_sasl_ssl(mechanism: str) -> None:
+    async with EmbeddedCluster(brokers=3, security_protocol="SASL_SSL", users=USERS) as c:
+        c.create_topic("secure", 2)
+        options = c.front.client_options(mechanism)
+        producer: AIOKafkaProducer[Any, Any] = AIOKafkaProducer(acks="all", **options)
+        await producer.start()
+        try:
+            for i in range(20):
+                await producer.send("secure", f"v{i}".encode(), key=f"k{i}".encode())
+            await producer.flush()
+            assert "producer-secret-42" not in repr(producer)
+        finally:
+            await producer.stop()
+        consumer: AIOKafkaConsumer[Any, Any] = AIOKafkaConsumer(
+            "secure", auto_offset_reset="earliest", **options
+        )
+        await consumer.start()
+        try:
+            values: set[bytes] = set()
+            for _ in range(50):
+                for records in (await consumer.getmany(timeout_ms=200)).values():
+                    values.update(r.value for r in records)
+                if len(values) == 20:
+                    break
+        finally:
+            await consumer.stop()
+        assert values == {f"v{i}".encode() for i in range(20)}
+        assert c.front.stats.failures == 0
+
+
+async def test_wrong_password_fails_start() -> None:
+    async with EmbeddedCluster(brokers=3, security_protocol="SASL_SSL", users=USERS) as c:
+        options = c.front.client_options("SCRAM-SHA-256")
+        options["sasl_plain_password"] = "wrong-" + USERS["alice"]
+        producer: AIOKafkaProducer[Any, Any] = AIOKafkaProducer(**options)
+        try:
+            with pytest.raises(SaslAuthenticationFailed) as info:
+                await producer.start()
+        finally:
+            await producer.stop()
+        assert USERS["alice"] not in str(info.value)
