@@ -593,7 +593,7 @@ def _check_consumer(servers: str, consumer: dict[str, Any]) -> None:
 _warned: set[tuple[str, str]] = set()
 
 
-def _warn_ignored(ignored: Mapping[str, str]) -> None:
+def warn_ignored(ignored: Mapping[str, str]) -> None:
     """A WARNING for each ignored option, once per process (queries parse options often)."""
     for key, why in sorted(ignored.items()):
         if (key, why) in _warned:
@@ -705,7 +705,7 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
     rack_setting = opts.get("kafka.client.rack", RACK_FROM_ENV).strip()
     client_rack: str | None = rack_setting or None
 
-    _warn_ignored(ignored)
+    warn_ignored(ignored)
     return SourceOptions(
         ignored=tuple(sorted(ignored.items())),
         bootstrap_servers=servers,

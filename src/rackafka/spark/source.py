@@ -13,7 +13,10 @@ from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
     DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
     InputPartition,
+    WriterCommitMessage,
 )
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
@@ -48,6 +51,7 @@ from rackafka.spark.planning import (
     split_ranges,
 )
 from rackafka.spark.reader import arrow_schema, read_ranges
+from rackafka.spark.sink import SinkOptions, check_sink_columns, parse_sink_options, write_rows
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -138,6 +142,21 @@ class RackafkaDataSource(DataSource):
             )
         return kafka_schema(value == "true")
 
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        return BatchWriter(self._sink_options(schema, overwrite))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:  # noqa: N802 (Spark API)
+        return StreamWriter(self._sink_options(schema, overwrite))
+
+    def _sink_options(self, schema: StructType, overwrite: bool) -> SinkOptions:
+        if overwrite:
+            raise InvalidOptionError(
+                "Kafka cannot be overwritten: write with mode 'append' (as Spark's Kafka sink)"
+            )
+        opts = parse_sink_options(dict(self.options))
+        check_sink_columns({f.name: f.dataType.simpleString() for f in schema.fields}, opts.topic)
+        return opts
+
     def reader(self, schema: StructType) -> DataSourceReader:
         return BatchReader(self._options(streaming=False), schema)
 
@@ -165,6 +184,39 @@ def source_for(default_parallelism: int | None) -> type[RackafkaDataSource]:
             "__doc__": RackafkaDataSource.__doc__,
         },
     )
+
+
+class _Written(WriterCommitMessage):
+    """What one task wrote (Spark hands these to ``commit``)."""
+
+    def __init__(self, records: int) -> None:
+        self.records = records
+
+
+class BatchWriter(DataSourceWriter):
+    """``df.write``: each task produces its rows and waits for every acknowledgement."""
+
+    def __init__(self, opts: SinkOptions) -> None:
+        self.opts = opts
+
+    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
+        return _Written(write_rows(self.opts, iterator).records)
+
+
+class StreamWriter(DataSourceStreamWriter):
+    """``writeStream``: each micro-batch is written as a batch write is (at least once)."""
+
+    def __init__(self, opts: SinkOptions) -> None:
+        self.opts = opts
+
+    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
+        return _Written(write_rows(self.opts, iterator).records)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803 (Spark API)
+        """Nothing to do: the records are in Kafka once the tasks return."""
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803 (Spark API)
+        """Nothing to undo: what was written stays (at least once, as Spark's sink)."""
 
 
 def _read(opts: SourceOptions, schema: StructType, partition: InputPartition) -> Iterator[Any]:

@@ -1,0 +1,296 @@
+"""Writing a DataFrame to Kafka: the ``rackafka`` sink, with the contract of Spark's Kafka sink.
+
+The rows are those Spark's Kafka sink takes: a ``value`` column (string or binary, required),
+and optionally ``key`` (string or binary), ``topic`` (string), ``partition`` (int) and
+``headers`` (``array<struct<key: string, value: binary>>``). The ``topic`` option, when
+given, is the topic of every row (as in Spark, it wins over the column). Each Spark task
+produces its rows with rackafka's producer and waits until every one is acknowledged;
+a task that fails is retried by Spark, so a record may be written twice: at least once,
+as with Spark's sink.
+
+The options parsed here need neither Spark nor a broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rackafka.errors import KafkaConfigurationError
+from rackafka.spark.options import (
+    RACK_AUTO,
+    RACK_FROM_ENV,
+    InvalidOptionError,
+    resolve_client_rack,
+    warn_ignored,
+)
+from rackafka.spark.security import SECURITY_OPTIONS, SecuritySettings, parse_security
+
+__all__ = ["SinkOptions", "SinkReport", "check_sink_columns", "parse_sink_options", "write_rows"]
+
+log = logging.getLogger("rackafka.spark")
+
+# Kafka producer settings (``kafka.`` + the Java client's name) and the AIOKafkaProducer
+# keyword each becomes, with the type of its value.
+_PRODUCER_OPTIONS: dict[str, tuple[str, type]] = {
+    "kafka.client.id": ("client_id", str),
+    "kafka.acks": ("acks", str),
+    "kafka.compression.type": ("compression_type", str),
+    "kafka.batch.size": ("max_batch_size", int),
+    "kafka.linger.ms": ("linger_ms", int),
+    "kafka.max.request.size": ("max_request_size", int),
+    "kafka.enable.idempotence": ("enable_idempotence", bool),
+    "kafka.request.timeout.ms": ("request_timeout_ms", int),
+    "kafka.retry.backoff.ms": ("retry_backoff_ms", int),
+    "kafka.metadata.max.age.ms": ("metadata_max_age_ms", int),
+    "kafka.connections.max.idle.ms": ("connections_max_idle_ms", int),
+}
+
+# Refused as Spark's sink refuses them: the sink writes bytes and owns the serializers.
+_OWNED_BY_SINK = {
+    "kafka.key.serializer": "keys are written as the bytes of the key column",
+    "kafka.value.serializer": "values are written as the bytes of the value column",
+    "kafka.transactional.id": "the sink writes at least once, without transactions",
+}
+
+_SINK_OPTIONS = (
+    "kafka.bootstrap.servers",
+    "kafka.client.rack",
+    "topic",
+    "includeheaders",
+    "rackafka.rackawarepartitioning",
+)
+
+
+class SinkWriteError(KafkaConfigurationError, ValueError):
+    """A row cannot be written: no topic, no value column, a column of the wrong type."""
+
+
+@dataclass(frozen=True)
+class SinkOptions:
+    """The checked options of one write; plain data, picklable."""
+
+    bootstrap_servers: str
+    #: The ``topic`` option: the topic of every row (else each row's ``topic`` column).
+    topic: str | None = None
+    #: As the source's: :data:`~rackafka.spark.options.RACK_FROM_ENV` by default.
+    client_rack: str | None = RACK_FROM_ENV
+    #: ``rackafka.rackAwarePartitioning``: keyless rows go to partitions led in the
+    #: executor's rack (the producer's ``rack_aware_partitioning``).
+    rack_aware_partitioning: bool = False
+    #: Keywords for :class:`~rackafka.AIOKafkaProducer` from the ``kafka.*`` options.
+    producer: Mapping[str, Any] = field(default_factory=dict)
+    security: SecuritySettings | None = None
+    ignored: tuple[tuple[str, str], ...] = ()
+
+    def producer_kwargs(self) -> dict[str, Any]:
+        """Keywords for the producer of a task (TLS context and credentials built here)."""
+        out = dict(self.producer)
+        if self.security is not None:
+            out.update(self.security.consumer_kwargs())
+        return out
+
+
+def _producer_option(key: str, value: str, out: dict[str, Any]) -> None:
+    keyword, kind = _PRODUCER_OPTIONS[key]
+    text = value.strip()
+    if kind is int:
+        if not text.lstrip("-").isdigit():
+            raise InvalidOptionError(f"option {key} must be an integer, not {value!r}")
+        out[keyword] = int(text)
+    elif kind is bool:
+        if text.lower() not in ("true", "false"):
+            raise InvalidOptionError(f"option {key} must be 'true' or 'false', not {value!r}")
+        out[keyword] = text.lower() == "true"
+    elif keyword == "acks":
+        acks = {"0": 0, "1": 1, "-1": "all", "all": "all"}.get(text.lower())
+        if acks is None:
+            raise InvalidOptionError(f"option {key} must be 0, 1, -1 or all, not {value!r}")
+        out[keyword] = acks
+    elif keyword == "compression_type":
+        lowered = text.lower()
+        out[keyword] = None if lowered == "none" else lowered
+    else:
+        out[keyword] = text
+
+
+def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
+    """Check the options of a write (any case) and turn them into :class:`SinkOptions`.
+
+    Raises:
+        InvalidOptionError: an option is missing or has an invalid value; the message
+            names it.
+    """
+    opts: dict[str, str] = {}
+    for raw_key, raw_value in options.items():
+        key = str(raw_key).lower()
+        if key in opts:
+            raise InvalidOptionError(f"option {raw_key} is given twice")
+        opts[key] = "" if raw_value is None else str(raw_value)
+    producer: dict[str, Any] = {}
+    ignored: dict[str, str] = {}
+    for key in sorted(opts):
+        if key in _SINK_OPTIONS or key in SECURITY_OPTIONS:
+            continue
+        if key in _OWNED_BY_SINK:
+            raise InvalidOptionError(f"option {key} is not supported: {_OWNED_BY_SINK[key]}")
+        if key in _PRODUCER_OPTIONS:
+            _producer_option(key, opts[key], producer)
+        elif key.startswith("kafka."):
+            ignored[key] = "not a Kafka producer setting rackafka knows"
+        else:
+            ignored[key] = "not an option of the rackafka sink (nor of Spark's Kafka sink)"
+    servers = opts.get("kafka.bootstrap.servers", "").strip()
+    if not servers:
+        raise InvalidOptionError("option kafka.bootstrap.servers is required (host:port,...)")
+    topic = opts.get("topic")
+    if topic is not None and not topic.strip():
+        raise InvalidOptionError("option topic must not be empty")
+    aware = opts.get("rackafka.rackawarepartitioning", "false").strip().lower()
+    if aware not in ("true", "false"):
+        raise InvalidOptionError(
+            f"option rackafka.rackAwarePartitioning must be 'true' or 'false', not {aware!r}"
+        )
+    security = parse_security(opts, servers)
+    _check_producer(servers, {**producer, **(security.consumer_kwargs() if security else {})})
+    warn_ignored(ignored)
+    return SinkOptions(
+        bootstrap_servers=servers,
+        topic=topic.strip() if topic else None,
+        client_rack=opts.get("kafka.client.rack", RACK_FROM_ENV).strip() or None,
+        rack_aware_partitioning=aware == "true",
+        producer=producer,
+        security=security,
+        ignored=tuple(sorted(ignored.items())),
+    )
+
+
+def _check_producer(servers: str, kwargs: dict[str, Any]) -> None:
+    """Let the producer judge the values and name the option."""
+    from rackafka.producer.producer import AIOKafkaProducer
+
+    try:
+        AIOKafkaProducer(bootstrap_servers=servers, **kwargs)
+    except KafkaConfigurationError as exc:
+        message = str(exc).removeprefix("KafkaConfigurationError: ")
+        for option, (keyword, _kind) in _PRODUCER_OPTIONS.items():
+            message = message.replace(keyword, option)
+        raise InvalidOptionError(f"invalid Kafka producer option: {message}") from None
+
+
+# Spark's SQL type names of the columns the sink takes.
+_COLUMN_TYPES = {
+    "key": ("string", "binary"),
+    "value": ("string", "binary"),
+    "topic": ("string",),
+    "partition": ("int",),
+    "headers": ("array<struct<key:string,value:binary>>",),
+}
+
+
+def check_sink_columns(columns: Mapping[str, str], topic_option: str | None) -> None:
+    """Check the columns of a DataFrame to write: ``{name: simpleString type}``.
+
+    Raises:
+        SinkWriteError: ``value`` is missing, there is neither a ``topic`` column nor the
+            ``topic`` option, or a known column has a type Spark's sink refuses.
+    """
+    if "value" not in columns:
+        raise SinkWriteError(
+            "the rows to write need a 'value' column (string or binary), as for Spark's "
+            f"Kafka sink; the columns are {sorted(columns)}"
+        )
+    if topic_option is None and "topic" not in columns:
+        raise SinkWriteError("the rows to write need a 'topic' column, or set the option topic")
+    for name, allowed in _COLUMN_TYPES.items():
+        kind = columns.get(name)
+        if kind is not None and kind.replace(" ", "") not in allowed:
+            raise SinkWriteError(f"column {name!r} must be {' or '.join(allowed)}, not {kind}")
+
+
+@dataclass
+class SinkReport:
+    """What one task wrote."""
+
+    records: int = 0
+    client_rack: str | None = None
+    same_rack_bytes: int = 0
+    cross_rack_bytes: int = 0
+
+
+def _bytes(value: Any) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode()
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    raise SinkWriteError(f"a key or value must be string or binary, not {type(value).__name__}")
+
+
+def write_rows(opts: SinkOptions, rows: Iterable[Any]) -> SinkReport:
+    """Produce ``rows`` (Spark Rows or mappings with the sink's columns) and wait until the
+    brokers have every one; the task's producer reads from the executor's rack.
+
+    Raises:
+        SinkWriteError: a row has no topic, or a column of the wrong type.
+        KafkaError: a record could not be written (the task fails; Spark retries it).
+    """
+    rack = resolve_client_rack(opts.client_rack)
+    if rack == RACK_AUTO:  # the producer takes a rack name: the environment's, or none
+        rack = None
+    report = SinkReport(client_rack=rack)
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(_write(opts, iter(rows), rack, report))
+    finally:
+        loop.close()
+    return report
+
+
+async def _write(
+    opts: SinkOptions, rows: Iterator[Any], rack: str | None, report: SinkReport
+) -> None:
+    from rackafka.producer.producer import AIOKafkaProducer
+
+    kwargs = opts.producer_kwargs()
+    if opts.rack_aware_partitioning and rack is not None:
+        kwargs["rack_aware_partitioning"] = True
+    producer: AIOKafkaProducer[bytes, bytes] = AIOKafkaProducer(
+        bootstrap_servers=opts.bootstrap_servers, client_rack=rack, **kwargs
+    )
+    await producer.start()
+    try:
+        pending: list[asyncio.Future[Any]] = []
+        for row in rows:
+            get = row.asDict() if hasattr(row, "asDict") else dict(row)
+            topic = opts.topic or get.get("topic")
+            if not topic:
+                raise SinkWriteError(
+                    "null topic present in the data: give every row a topic, or set the "
+                    "option topic"
+                )
+            headers = get.get("headers")
+            pending.append(
+                await producer.send(
+                    topic,
+                    _bytes(get.get("value")),
+                    key=_bytes(get.get("key")),
+                    partition=get.get("partition"),
+                    headers=[(h["key"], _bytes(h["value"])) for h in headers] if headers else None,
+                )
+            )
+            report.records += 1
+            if len(pending) >= 10_000:
+                await asyncio.gather(*pending)
+                pending.clear()
+        await asyncio.gather(*pending)
+        await producer.flush()
+        stats = producer.send_stats()
+        report.same_rack_bytes = stats.same_rack_bytes
+        report.cross_rack_bytes = stats.cross_rack_bytes
+    finally:
+        await producer.stop()
