@@ -447,30 +447,31 @@ class KafkaClient:
         failures = 0
         while not self._closed:
             age = time.monotonic() - self.cluster.updated_at
-            # Topics asked for but not known yet (created after the consumer started) are
-            # looked for again every retry_backoff_max_ms, not every metadata_max_age_ms.
-            unknown = self.unknown_topics()
-            max_age = (
-                min(self.metadata_max_age, self.retry_backoff_max)
-                if unknown
-                else (self.metadata_max_age)
-            )
             if failures:
                 delay = min(self.retry_backoff * (2 ** (failures - 1)), self.retry_backoff_max)
             else:
-                delay = max(0.0, max_age - age)
+                delay = max(0.0, self._max_metadata_age() - age)
             delay = min(delay, max(self.connections_max_idle / 2, 0.05))
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._wakeup.wait(), delay)
             self._wakeup.clear()
             self._reap_idle()
-            if failures or time.monotonic() - self.cluster.updated_at >= max_age:
+            # Asked again after the wait: a topic unknown before it may be known by now (a
+            # refresh of its own found it), and then the short age no longer applies.
+            if failures or time.monotonic() - self.cluster.updated_at >= self._max_metadata_age():
                 try:
                     await self.refresh_metadata()
                     failures = 0
                 except KafkaError as exc:
                     failures += 1
                     log.warning("metadata refresh failed (attempt %d): %s", failures, exc)
+
+    def _max_metadata_age(self) -> float:
+        # Topics asked for but not known yet (created after the consumer started) are
+        # looked for again every retry_backoff_max_ms, not every metadata_max_age_ms.
+        if self.unknown_topics():
+            return min(self.metadata_max_age, self.retry_backoff_max)
+        return self.metadata_max_age
 
     def _reap_idle(self) -> None:
         now = time.monotonic()

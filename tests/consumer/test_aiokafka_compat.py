@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import time
 import warnings
 import weakref
 from collections.abc import AsyncIterator, Callable
@@ -134,6 +135,29 @@ async def test_a_topic_created_after_start_is_read(
         got = await consumer.getmany(timeout_ms=500)
         seen += sum(len(v) for v in got.values())
     assert seen == 20 == result.count
+
+
+async def test_the_quick_retry_stops_once_the_topic_is_known(
+    embedded_cluster: EmbeddedCluster, make: Make
+) -> None:
+    """The short metadata age of an unknown topic ends when a refresh finds it, even for a
+    background wake-up scheduled while it was unknown and running late."""
+    embedded_cluster.create_topic("known", 1)
+    consumer = make()
+    await consumer.start()
+    consumer.assign([TopicPartition("known", 0)])  # before the background task first runs
+    client = consumer._client
+    await asyncio.sleep(0)
+    pending = client._refresh
+    assert pending is not None
+    await asyncio.wait_for(asyncio.shield(pending), WAIT)
+    assert not client.unknown_topics()
+    before = client.metadata_requests
+    # Hold the event loop past the retry_backoff_max_ms (1 s) the background task planned
+    # with while the topic was unknown, so that its wake-up comes late.
+    time.sleep(1.3)
+    await asyncio.sleep(0.5)
+    assert client.metadata_requests == before
 
 
 # -- 5: offset look-ups time out with KafkaTimeoutError ------------------------------------------

@@ -31,7 +31,7 @@ import pytest
 from rackafka import AIOKafkaConsumer, TopicPartition
 from rackafka.errors import CorruptRecordException
 from rackafka.net.connection import Connection
-from rackafka.protocol.apis.fetch import FETCH
+from rackafka.protocol.apis.fetch import FETCH, partition_fetch
 from rackafka.protocol.apis.produce import PRODUCE
 from rackafka.records import CONTROL_ABORT, CONTROL_COMMIT, encode_batch, encode_control_batch
 from rackafka.structs import ConsumerRecord
@@ -143,31 +143,7 @@ async def fetch_raw(cluster: EmbeddedCluster, topic: str, partition: int, offset
     conn = await _leader_connection(cluster, topic, partition)
     try:
         response = await conn.request(
-            FETCH,
-            FETCH.Request(
-                replica_id=-1,
-                max_wait_ms=100,
-                min_bytes=1,
-                max_bytes=1 << 20,
-                isolation_level=0,
-                session_id=0,
-                session_epoch=-1,
-                topics=[
-                    {
-                        "topic": topic,
-                        "partitions": [
-                            {
-                                "partition": partition,
-                                "fetch_offset": offset,
-                                "partition_max_bytes": 1 << 20,
-                            }
-                        ],
-                    }
-                ],
-                forgotten_topics_data=[],
-                rack_id="",
-            ),
-            version=11,
+            FETCH, partition_fetch(topic, partition, offset, max_wait_ms=100), version=11
         )
     finally:
         await conn.aclose()

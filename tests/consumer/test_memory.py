@@ -16,7 +16,7 @@ from typing import Any
 from rackafka import AIOKafkaConsumer, TopicPartition
 from rackafka.client import KafkaClient
 from rackafka.consumer.fetcher import _InFlight
-from rackafka.protocol.apis.fetch import FETCH
+from rackafka.protocol.apis.fetch import FETCH, partition_fetch
 
 WAIT = 15.0
 #: Values of this size make every fetch response far bigger than any local a waiting task
@@ -67,23 +67,7 @@ async def test_connection_read_loop_holds_no_data_between_reads(kafka_cluster: A
         await client.refresh_metadata()
         leader = client.cluster.leader_for(TopicPartition(topic, 0))
         assert leader is not None
-        request = FETCH.Request(
-            replica_id=-1,
-            max_wait_ms=0,
-            min_bytes=1,
-            max_bytes=1 << 24,
-            isolation_level=0,
-            session_id=0,
-            session_epoch=-1,
-            topics=[
-                {
-                    "topic": topic,
-                    "partitions": [
-                        {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 24}
-                    ],
-                }
-            ],
-        )
+        request = partition_fetch(topic, 0, 0, max_bytes=1 << 24)
         response = await asyncio.wait_for(client.send(leader, FETCH, request, version=11), WAIT)
         records = response.responses[0].partitions[0].records
         assert len(records) > COUNT * VALUE_SIZE // 2  # a big response did arrive

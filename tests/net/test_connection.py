@@ -16,7 +16,7 @@ from rackafka.errors import (
     OffsetOutOfRangeError,
 )
 from rackafka.net.connection import Connection
-from rackafka.protocol.apis.fetch import FETCH
+from rackafka.protocol.apis.fetch import FETCH, partition_fetch
 from rackafka.protocol.apis.list_offsets import LIST_OFFSETS
 from rackafka.protocol.apis.metadata import METADATA
 from rackafka.records import iter_batches
@@ -44,29 +44,8 @@ def fetch_request(
     epoch: int = -1,
     max_wait_ms: int = 0,
 ):
-    return FETCH.Request(
-        replica_id=-1,
-        max_wait_ms=max_wait_ms,
-        min_bytes=1,
-        max_bytes=1 << 20,
-        isolation_level=0,
-        session_id=0,
-        session_epoch=-1,
-        topics=[
-            {
-                "topic": topic,
-                "partitions": [
-                    {
-                        "partition": partition,
-                        "current_leader_epoch": epoch,
-                        "fetch_offset": offset,
-                        "log_start_offset": -1,
-                        "partition_max_bytes": 1 << 20,
-                    }
-                ],
-            }
-        ],
-        rack_id=rack,
+    return partition_fetch(
+        topic, partition, offset, max_wait_ms=max_wait_ms, leader_epoch=epoch, rack_id=rack
     )
 
 

@@ -93,7 +93,7 @@ async def raw_batches(
     batch of a partition, read with raw Fetch requests from its leader; ``attributes``
     collects ``(base_offset, attributes, control_type)`` of each batch."""
     from rackafka.net.connection import Connection
-    from rackafka.protocol.apis.fetch import FETCH
+    from rackafka.protocol.apis.fetch import FETCH, partition_fetch
     from rackafka.records.default_records import HEADER
 
     leader = cluster.partition_info(topic, partition).leader
@@ -104,31 +104,7 @@ async def raw_batches(
     try:
         while True:
             response = await conn.request(
-                FETCH,
-                FETCH.Request(
-                    replica_id=-1,
-                    max_wait_ms=10,
-                    min_bytes=1,
-                    max_bytes=1 << 20,
-                    isolation_level=0,
-                    session_id=0,
-                    session_epoch=-1,
-                    topics=[
-                        {
-                            "topic": topic,
-                            "partitions": [
-                                {
-                                    "partition": partition,
-                                    "fetch_offset": offset,
-                                    "partition_max_bytes": 1 << 20,
-                                }
-                            ],
-                        }
-                    ],
-                    forgotten_topics_data=[],
-                    rack_id="",
-                ),
-                version=11,
+                FETCH, partition_fetch(topic, partition, offset, max_wait_ms=10), version=11
             )
             data = bytes(response.responses[0].partitions[0].records or b"")
             if not data:

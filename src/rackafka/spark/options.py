@@ -290,14 +290,14 @@ def resolve_client_rack(
     return RACK_AUTO if setting == RACK_AUTO else None
 
 
-def _bool(key: str, value: str) -> bool:
+def bool_option(key: str, value: str) -> bool:
     lowered = value.strip().lower()
     if lowered in ("true", "false"):
         return lowered == "true"
     raise InvalidOptionError(f"option {_name(key)} must be 'true' or 'false', not {value!r}")
 
 
-def _int(key: str, value: str, minimum: int) -> int:
+def int_option(key: str, value: str, minimum: int) -> int:
     text = value.strip()
     # Plain ASCII digits only: int() would also take "1_000" or non-ASCII digits.
     if not re.fullmatch(r"[+-]?[0-9]+", text):
@@ -424,7 +424,7 @@ def _start_and_end(
     starting = ending = None
     if "startingtimestamp" in opts:
         starting = OffsetSpec(
-            "timestamp", timestamp=_int("startingtimestamp", opts["startingtimestamp"], 0)
+            "timestamp", timestamp=int_option("startingtimestamp", opts["startingtimestamp"], 0)
         )
     elif "startingoffsetsbytimestamp" in opts:
         starting = _timestamps("startingoffsetsbytimestamp", opts["startingoffsetsbytimestamp"])
@@ -442,7 +442,7 @@ def _start_and_end(
         raise InvalidOptionError(f"option {_name(ends[0])} is for batch queries only")
     if "endingtimestamp" in opts:
         ending = OffsetSpec(
-            "timestamp", timestamp=_int("endingtimestamp", opts["endingtimestamp"], 0)
+            "timestamp", timestamp=int_option("endingtimestamp", opts["endingtimestamp"], 0)
         )
     elif "endingoffsetsbytimestamp" in opts:
         ending = _timestamps("endingoffsetsbytimestamp", opts["endingoffsetsbytimestamp"])
@@ -560,9 +560,9 @@ def _consumer_option(
         return
     keyword, kind = spec
     if kind is int:
-        consumer[keyword] = _int(key, value, 0)
+        consumer[keyword] = int_option(key, value, 0)
     elif kind is bool:
-        consumer[keyword] = _bool(key, value)
+        consumer[keyword] = bool_option(key, value)
     else:
         consumer[keyword] = value.strip()
     if keyword == "security_protocol":
@@ -575,19 +575,30 @@ def _consumer_option(
             )
 
 
-def _check_consumer(servers: str, consumer: dict[str, Any]) -> None:
-    """Let the consumer judge the values (ranges, combinations) and name the option."""
-    from rackafka.consumer.consumer import AIOKafkaConsumer
+def check_client_options(
+    client: Any, servers: str, kwargs: Mapping[str, Any], options: Mapping[str, str], what: str
+) -> None:
+    """Let ``client`` (the consumer or producer class) judge the values (ranges,
+    combinations); its error names the option (``options``: keyword to option name).
 
+    Raises:
+        InvalidOptionError: the client refused a value.
+    """
     try:
-        AIOKafkaConsumer(bootstrap_servers=servers, **consumer)
+        client(bootstrap_servers=servers, **kwargs)
     except KafkaConfigurationError as exc:
         message = str(exc).removeprefix("KafkaConfigurationError: ")
-        names = {"bootstrap_servers": "kafka.bootstrap.servers"}
-        names.update((keyword, option) for option, (keyword, _kind) in _CONSUMER_OPTIONS.items())
+        names = {"bootstrap_servers": "kafka.bootstrap.servers", **options}
         for keyword, option in names.items():
             message = re.sub(rf"\b{keyword}\b", option, message)
-        raise InvalidOptionError(f"invalid Kafka consumer option: {message}") from None
+        raise InvalidOptionError(f"invalid Kafka {what} option: {message}") from None
+
+
+def _check_consumer(servers: str, consumer: dict[str, Any]) -> None:
+    from rackafka.consumer.consumer import AIOKafkaConsumer
+
+    names = {keyword: option for option, (keyword, _kind) in _CONSUMER_OPTIONS.items()}
+    check_client_options(AIOKafkaConsumer, servers, consumer, names, "consumer")
 
 
 _warned: set[tuple[str, str]] = set()
@@ -676,9 +687,9 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
     delay_ms = 15 * 60 * 1000
     if streaming:
         if "maxoffsetspertrigger" in opts:
-            max_per_trigger = _int("maxoffsetspertrigger", opts["maxoffsetspertrigger"], 1)
+            max_per_trigger = int_option("maxoffsetspertrigger", opts["maxoffsetspertrigger"], 1)
         if "minoffsetspertrigger" in opts:
-            min_per_trigger = _int("minoffsetspertrigger", opts["minoffsetspertrigger"], 1)
+            min_per_trigger = int_option("minoffsetspertrigger", opts["minoffsetspertrigger"], 1)
         if "maxtriggerdelay" in opts:
             delay_ms = _duration_ms("maxtriggerdelay", opts["maxtriggerdelay"])
         if min_per_trigger and max_per_trigger and min_per_trigger > max_per_trigger:
@@ -698,7 +709,7 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
         )
     min_partitions = None
     if "minpartitions" in opts:
-        min_partitions = _int("minpartitions", opts["minpartitions"], 1)
+        min_partitions = int_option("minpartitions", opts["minpartitions"], 1)
 
     security = parse_security(opts, servers)
     _check_consumer(servers, {**consumer, **(security.consumer_kwargs() if security else {})})
@@ -720,21 +731,25 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
         max_trigger_delay_ms=delay_ms,
         by_timestamp_strategy=by_ts_strategy,  # type: ignore[arg-type]
         min_partitions=min_partitions,
-        include_headers=_bool("includeheaders", opts.get("includeheaders", "false")),
-        fail_on_data_loss=_bool("failondataloss", opts.get("failondataloss", "true")),
+        include_headers=bool_option("includeheaders", opts.get("includeheaders", "false")),
+        fail_on_data_loss=bool_option("failondataloss", opts.get("failondataloss", "true")),
         client_rack=client_rack,
-        poll_timeout_ms=_int(
+        poll_timeout_ms=int_option(
             "kafkaconsumer.polltimeoutms", opts.get("kafkaconsumer.polltimeoutms", "120000"), 1
         ),
-        offset_retries=_int("fetchoffset.numretries", opts.get("fetchoffset.numretries", "3"), 0),
-        offset_retry_interval_ms=_int(
+        offset_retries=int_option(
+            "fetchoffset.numretries", opts.get("fetchoffset.numretries", "3"), 0
+        ),
+        offset_retry_interval_ms=int_option(
             "fetchoffset.retryintervalms", opts.get("fetchoffset.retryintervalms", "10"), 0
         ),
         metrics_path=opts.get("rackafka.metricspath") or None,
-        offsets_per_task=_int(
+        offsets_per_task=int_option(
             "rackafka.offsetspertask", opts.get("rackafka.offsetspertask", "1000000"), 1
         ),
-        max_records_per_partition=_int("maxrecordsperpartition", opts["maxrecordsperpartition"], 1)
+        max_records_per_partition=int_option(
+            "maxrecordsperpartition", opts["maxrecordsperpartition"], 1
+        )
         if "maxrecordsperpartition" in opts
         else None,
         consumer=consumer,

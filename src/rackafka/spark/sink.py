@@ -24,6 +24,9 @@ from rackafka.spark.options import (
     RACK_AUTO,
     RACK_FROM_ENV,
     InvalidOptionError,
+    bool_option,
+    check_client_options,
+    int_option,
     resolve_client_rack,
     warn_ignored,
 )
@@ -98,13 +101,9 @@ def _producer_option(key: str, value: str, out: dict[str, Any]) -> None:
     keyword, kind = _PRODUCER_OPTIONS[key]
     text = value.strip()
     if kind is int:
-        if not text.lstrip("-").isdigit():
-            raise InvalidOptionError(f"option {key} must be an integer, not {value!r}")
-        out[keyword] = int(text)
+        out[keyword] = int_option(key, value, 0)
     elif kind is bool:
-        if text.lower() not in ("true", "false"):
-            raise InvalidOptionError(f"option {key} must be 'true' or 'false', not {value!r}")
-        out[keyword] = text.lower() == "true"
+        out[keyword] = bool_option(key, value)
     elif keyword == "acks":
         acks = {"0": 0, "1": 1, "-1": "all", "all": "all"}.get(text.lower())
         if acks is None:
@@ -169,16 +168,10 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
 
 
 def _check_producer(servers: str, kwargs: dict[str, Any]) -> None:
-    """Let the producer judge the values and name the option."""
     from rackafka.producer.producer import AIOKafkaProducer
 
-    try:
-        AIOKafkaProducer(bootstrap_servers=servers, **kwargs)
-    except KafkaConfigurationError as exc:
-        message = str(exc).removeprefix("KafkaConfigurationError: ")
-        for option, (keyword, _kind) in _PRODUCER_OPTIONS.items():
-            message = message.replace(keyword, option)
-        raise InvalidOptionError(f"invalid Kafka producer option: {message}") from None
+    names = {keyword: option for option, (keyword, _kind) in _PRODUCER_OPTIONS.items()}
+    check_client_options(AIOKafkaProducer, servers, kwargs, names, "producer")
 
 
 # Spark's SQL type names of the columns the sink takes.

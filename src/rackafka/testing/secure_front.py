@@ -26,7 +26,7 @@ from typing import Any
 
 from rackafka.protocol import frames
 from rackafka.protocol.apis.api_versions import API_VERSIONS
-from rackafka.protocol.apis.fetch import FETCH
+from rackafka.protocol.apis.fetch import FETCH, partition_fetch
 from rackafka.protocol.apis.find_coordinator import FIND_COORDINATOR
 from rackafka.protocol.apis.list_offsets import LIST_OFFSETS
 from rackafka.protocol.apis.metadata import METADATA
@@ -678,29 +678,7 @@ class SecureFront:
         start = await self._router.send(leader, LIST_OFFSETS, first, version=1)
         at = start.topics[0].partitions[0].offset
         while True:
-            sub = FETCH.Request(
-                replica_id=-1,
-                max_wait_ms=0,
-                min_bytes=0,
-                max_bytes=1 << 20,
-                isolation_level=0,
-                session_id=0,
-                session_epoch=-1,
-                topics=[
-                    {
-                        "topic": topic,
-                        "partitions": [
-                            {
-                                "partition": p.partition_index,
-                                "fetch_offset": at,
-                                "partition_max_bytes": 1 << 20,
-                            }
-                        ],
-                    }
-                ],
-                forgotten_topics_data=[],
-                rack_id="",
-            )
+            sub = partition_fetch(topic, p.partition_index, at, min_bytes=0)
             answer = (await self._router.send(leader, FETCH, sub, version=11)).responses[0]
             data = answer.partitions[0].records or b""
             progressed = False

@@ -15,6 +15,8 @@ of new leaders (KIP-951); v17 the tagged ``replica_directory_id`` (KIP-853).
 
 from __future__ import annotations
 
+from typing import Any
+
 from rackafka.protocol.schema import INT8, INT16, INT32, INT64, RECORDS, STRING, UUID, A, Api, F, S
 
 FETCH = Api(
@@ -170,3 +172,44 @@ FETCH = Api(
         ),
     ),
 )
+
+
+def partition_fetch(
+    topic: str,
+    partition: int,
+    offset: int,
+    *,
+    max_bytes: int = 1 << 20,
+    max_wait_ms: int = 0,
+    min_bytes: int = 1,
+    leader_epoch: int = -1,
+    rack_id: str = "",
+    isolation_level: int = 0,
+) -> Any:
+    """A Fetch request (topics by name: v4-v12) of one partition from ``offset``, outside
+    any fetch session: for tools and tests that read a partition directly."""
+    return FETCH.Request(
+        replica_id=-1,
+        max_wait_ms=max_wait_ms,
+        min_bytes=min_bytes,
+        max_bytes=max_bytes,
+        isolation_level=isolation_level,
+        session_id=0,
+        session_epoch=-1,
+        topics=[
+            {
+                "topic": topic,
+                "partitions": [
+                    {
+                        "partition": partition,
+                        "current_leader_epoch": leader_epoch,
+                        "fetch_offset": offset,
+                        "log_start_offset": -1,
+                        "partition_max_bytes": max_bytes,
+                    }
+                ],
+            }
+        ],
+        forgotten_topics_data=[],
+        rack_id=rack_id,
+    )
