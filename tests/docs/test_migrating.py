@@ -1,5 +1,5 @@
-"""docs/migrating.rst lists every difference between rackafka's and aiokafka's consumer
-that can be seen from their signatures: this test fails when one is added and not
+"""docs/migrating.rst lists every difference between rackafka's and aiokafka's consumer and
+producer that can be seen from their signatures: this test fails when one is added and not
 documented."""
 
 from __future__ import annotations
@@ -20,9 +20,13 @@ def _public(cls: type) -> set[str]:
     return {n for n in dir(cls) if not n.startswith("_")}
 
 
-def test_every_constructor_difference_is_documented() -> None:
-    ours = inspect.signature(rackafka.AIOKafkaConsumer.__init__).parameters
-    theirs = inspect.signature(aiokafka.AIOKafkaConsumer.__init__).parameters
+CLASSES = ["AIOKafkaConsumer", "AIOKafkaProducer"]
+
+
+@pytest.mark.parametrize("cls", CLASSES)
+def test_every_constructor_difference_is_documented(cls: str) -> None:
+    ours = inspect.signature(getattr(rackafka, cls).__init__).parameters
+    theirs = inspect.signature(getattr(aiokafka, cls).__init__).parameters
     assert not set(theirs) - set(ours), "aiokafka arguments rackafka lacks"
     for name in set(ours) - set(theirs):
         assert f"``{name}``" in PAGE, name
@@ -31,14 +35,15 @@ def test_every_constructor_difference_is_documented() -> None:
             assert f"``{name}`` default" in PAGE, name
 
 
-def test_every_method_difference_is_documented() -> None:
-    ours = _public(rackafka.AIOKafkaConsumer)
-    theirs = _public(aiokafka.AIOKafkaConsumer)
+@pytest.mark.parametrize("cls", CLASSES)
+def test_every_method_difference_is_documented(cls: str) -> None:
+    ours = _public(getattr(rackafka, cls))
+    theirs = _public(getattr(aiokafka, cls))
     assert not theirs - ours, "aiokafka methods rackafka lacks"
     for name in ours - theirs:
         assert f"``{name}" in PAGE, name
     for name in ours & theirs:
-        a, b = getattr(rackafka.AIOKafkaConsumer, name), getattr(aiokafka.AIOKafkaConsumer, name)
+        a, b = getattr(getattr(rackafka, cls), name), getattr(getattr(aiokafka, cls), name)
         if callable(a) and callable(b):
             assert list(inspect.signature(a).parameters) == list(inspect.signature(b).parameters), (
                 name

@@ -2,8 +2,9 @@
 
 Run by ``test_distributed.py``: starts an embedded 3-rack Kafka cluster whose brokers
 select replicas per client rack, and a Spark master with two workers on 127.0.0.1 in racks
-az-a and az-b; reads a topic in a batch query, then in a streaming query that stops and
-restarts from its checkpoint while records arrive; prints one JSON object of what it saw.
+az-a and az-b; reads a topic in a batch query, writes a DataFrame to another topic and
+reads it back, then reads in a streaming query that stops and restarts from its
+checkpoint while records arrive; prints one JSON object of what it saw.
 Everything it starts is stopped before it exits.
 """
 
@@ -21,6 +22,7 @@ from rackafka.testing import EmbeddedCluster, SparkStandaloneCluster
 TOPIC = "orders"
 PARTITIONS = 6
 FIRST, MORE = 3000, 1200
+WRITE_TOPIC, WRITTEN = "enriched", 2000
 WORKER_RACKS = ("az-a", "az-b")
 
 
@@ -66,6 +68,7 @@ async def _end_offsets(kafka: EmbeddedCluster) -> dict[Any, int]:
 
 def run(out: Path, kafka: EmbeddedCluster, spark: Any) -> dict[str, Any]:
     kafka.create_topic(TOPIC, PARTITIONS, replication_factor=3)
+    kafka.create_topic(WRITE_TOPIC, PARTITIONS, replication_factor=3)
     kafka.produce(TOPIC, FIRST, partition="spread", key=lambda i: f"k{i}".encode())
 
     def source(stream: bool, metrics: Path) -> Any:
@@ -84,6 +87,31 @@ def run(out: Path, kafka: EmbeddedCluster, spark: Any) -> dict[str, Any]:
         [r.partition, r.offset]
         for r in source(False, out / "batch-metrics").load().select("partition", "offset").collect()
     ]
+
+    # Write: keyless rows from both executors, kept in each executor's rack, read back.
+    (
+        spark.range(WRITTEN)
+        .repartition(8)
+        .selectExpr("CONCAT('w-', CAST(id AS STRING)) AS value")
+        .write.format("rackafka")
+        .option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+        .option("topic", WRITE_TOPIC)
+        .option("rackafka.rackAwarePartitioning", "true")
+        .option("rackafka.metricsPath", str(out / "write-metrics"))
+        .mode("append")
+        .save()
+    )
+    written = [
+        [r.partition, bytes(r.value).decode()]
+        for r in spark.read.format("rackafka")
+        .option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+        .option("subscribe", WRITE_TOPIC)
+        .load()
+        .collect()
+    ]
+    leader_racks = {
+        str(i.partition): kafka.rack_of(i.leader) for i in kafka.partitions(WRITE_TOPIC)
+    }
 
     # Streaming: a first run with a rate limit, more records, a restart from the checkpoint.
     checkpoint, sink = out / "checkpoint", out / "stream-out"
@@ -120,6 +148,9 @@ def run(out: Path, kafka: EmbeddedCluster, spark: Any) -> dict[str, Any]:
         "stream_rows": stream_rows,
         "stream_batches": [first_batches, second_batches],
         "stream_reports": _reports(out / "stream-metrics"),
+        "written": written,
+        "write_reports": _reports(out / "write-metrics"),
+        "write_leader_racks": leader_racks,
         "served": {
             f"{node}/{rack}": n for (node, rack), n in kafka.front.stats.fetch_bytes.items()
         },

@@ -53,8 +53,8 @@ def _exactly_once(rows: list[list[int]], ends: dict[str, int]) -> None:
     )
 
 
-def _check_racks(reports: list[dict[str, Any]]) -> None:
-    assert reports and all(r["finished"] for r in reports)
+def _check_racks(reports: list[dict[str, Any]], kind: str = "read") -> None:
+    assert reports and all(r["finished"] and r["kind"] == kind for r in reports)
     # Each executor (a process) read in one rack, the one of its worker.
     racks_of_executor: dict[int, set[str]] = {}
     for r in reports:
@@ -63,7 +63,7 @@ def _check_racks(reports: list[dict[str, Any]]) -> None:
         other = {rack: n for rack, n in r["bytes_by_rack"].items() if rack != r["client_rack"]}
         assert r["cross_rack_bytes"] == 0 and not any(other.values()), r
     assert all(len(racks) == 1 for racks in racks_of_executor.values()), racks_of_executor
-    assert {r["client_rack"] for r in reports} == {"az-a", "az-b"}, "both executors read"
+    assert {r["client_rack"] for r in reports} == {"az-a", "az-b"}, f"both executors {kind}"
 
 
 @pytest.mark.timeout(600)
@@ -88,6 +88,17 @@ def test_batch_and_streaming_on_two_racks_of_executors(tmp_path: Path) -> None:
     assert sum(result["batch_ends"].values()) == 3000
     _exactly_once(result["batch_rows"], result["batch_ends"])
     _check_racks(result["batch_reports"])
+
+    # The sink: every row once; each executor wrote only to leaders in its own rack.
+    values = sorted(v for _p, v in result["written"])
+    assert values == sorted(f"w-{i}" for i in range(2000))
+    _check_racks(result["write_reports"], "write")
+    assert sum(r["records"] for r in result["write_reports"]) == 2000
+    leader_racks = result["write_leader_racks"]
+    for r in result["write_reports"]:
+        assert r["ranges"] and r["same_rack_bytes"] > 0, r
+        for _topic, partition, _first, _end in r["ranges"]:
+            assert leader_racks[str(partition)] == r["client_rack"], (r, leader_racks)
 
     _exactly_once(result["stream_rows"], ends)
     first, second = result["stream_batches"]

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from rackafka.spark import read_task_reports
 from rackafka.spark.options import InvalidOptionError
 from rackafka.spark.sink import SinkWriteError, check_sink_columns, parse_sink_options
 from rackafka.testing import EmbeddedCluster
@@ -143,6 +144,45 @@ def test_stream_from_one_topic_to_another(
     source = _read(spark, c, "in")
     assert len(got) == 500
     assert sorted(bytes(r.value) for r in got) == sorted(bytes(r.value).upper() for r in source)
+
+
+def test_task_reports_of_a_write(
+    spark: Any, embedded_cluster: EmbeddedCluster, tmp_path: Path
+) -> None:
+    """With rackafka.metricsPath each write task reports the offsets it wrote and the bytes
+    per leader rack; with rack-aware partitioning they all stay in the task's rack."""
+    c = embedded_cluster
+    c.create_topic("reported", 6, replication_factor=3)
+    led_in_b = {i.partition for i in c.partitions("reported") if c.rack_of(i.leader) == "az-b"}
+    df = spark.range(600).repartition(3).selectExpr("CAST(id AS STRING) AS value")
+    (
+        df.write.format("rackafka")
+        .option("kafka.bootstrap.servers", c.bootstrap_servers)
+        .option("topic", "reported")
+        .option("kafka.client.rack", "az-b")
+        .option("rackafka.rackAwarePartitioning", "true")
+        .option("rackafka.metricsPath", str(tmp_path / "metrics"))
+        .mode("append")
+        .save()
+    )
+    reports = read_task_reports(tmp_path / "metrics")
+    assert len(reports) == 3
+    assert all(r.kind == "write" and r.finished and r.client_rack == "az-b" for r in reports)
+    assert all(r.rack_source == "option" for r in reports)
+    assert sum(r.records for r in reports) == 600
+    assert sum(r.cross_rack_bytes for r in reports) == 0
+    assert {rack for r in reports for rack in r.bytes_by_rack} == {"az-b"}
+    # The ranges are what was written: read back, each record is in exactly one of them.
+    got = _read(spark, c, "reported")
+    assert len(got) == 600 and {r.partition for r in got} <= led_in_b
+    for row in got:
+        holders = [
+            r
+            for r in reports
+            for _t, p, first, end in r.ranges
+            if p == row.partition and first <= row.offset < end
+        ]
+        assert holders, (row.partition, row.offset)
 
 
 def test_sink_options_without_spark() -> None:

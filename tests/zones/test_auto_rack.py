@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from rackafka import AIOKafkaConsumer
+from rackafka import AIOKafkaConsumer, AIOKafkaProducer
 from rackafka.testing import EmbeddedCluster, offline_zone_environ
 
 
@@ -67,3 +67,62 @@ async def test_no_match_reads_leaders_with_one_clear_warning(
         assert "europe-west1-b" in warnings[0] and "az-a, az-b, az-c" in warnings[0]
     finally:
         await consumer.stop()
+
+
+# -- the producer ---------------------------------------------------------------------------
+
+
+async def test_a_producer_finds_its_rack_and_keeps_keyless_records_in_it(
+    embedded_cluster: EmbeddedCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cluster = embedded_cluster
+    cluster.create_topic("auto-produce", partitions=6, replication_factor=3)
+    led_in_c = {
+        i.partition
+        for i in cluster.partitions("auto-produce")
+        if cluster.rack_of(i.leader) == "az-c"
+    }
+    assert led_in_c and len(led_in_c) < 6
+    monkeypatch.setenv("KAFKA_CLIENT_RACK", "az-c")
+    producer: AIOKafkaProducer[Any, Any] = AIOKafkaProducer(
+        bootstrap_servers=cluster.bootstrap_servers,
+        client_rack="auto",
+        rack_aware_partitioning=True,
+        max_batch_size=2000,
+    )
+    assert producer.client_rack == "auto"  # found at start(), not before
+    await producer.start()
+    try:
+        assert producer.client_rack == "az-c"
+        assert producer.rack_decision is not None
+        assert producer.rack_decision.source == "environment KAFKA_CLIENT_RACK"
+        futures = [await producer.send("auto-produce", b"x" * 100) for _ in range(300)]
+        partitions = {(await f).partition for f in futures}
+        assert partitions <= led_in_c
+        stats = producer.send_stats()
+        assert stats.same_rack_bytes == stats.total_bytes > 0
+        assert stats.bytes_by_rack == {"az-c": stats.total_bytes}
+    finally:
+        await producer.stop()
+
+
+async def test_a_producer_without_a_matching_zone_sends_anywhere_and_says_so(
+    embedded_cluster: EmbeddedCluster,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    embedded_cluster.create_topic("auto-nomatch", partitions=3, replication_factor=3)
+    monkeypatch.setenv("KAFKA_CLIENT_RACK", "europe-west1-b")
+    caplog.set_level(logging.WARNING, logger="rackafka")
+    async with AIOKafkaProducer(
+        bootstrap_servers=embedded_cluster.bootstrap_servers,
+        client_rack="auto",
+        rack_aware_partitioning=True,
+    ) as producer:
+        assert producer.client_rack is None
+        md = await producer.send_and_wait("auto-nomatch", b"v")
+        assert md.topic == "auto-nomatch"
+        assert producer.send_stats().unknown_rack_bytes == producer.send_stats().total_bytes
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    assert "europe-west1-b" in warnings[0] and "any partition" in warnings[0]

@@ -49,13 +49,12 @@ from rackafka.structs import (
     OffsetAndTimestamp,
     TopicPartition,
 )
+from rackafka.zones.detect import AUTO_RACK
 
 log = logging.getLogger("rackafka.consumer")
 
 # Defaults (PEP 696): a consumer without deserializers is an AIOKafkaConsumer[bytes, bytes]
 # without an annotation.
-#: ``client_rack`` value that asks rackafka to find its zone (see :mod:`rackafka.zones`).
-AUTO_RACK = "auto"
 
 KT = TypeVar("KT", default=bytes)
 VT = TypeVar("VT", default=bytes)
@@ -516,20 +515,10 @@ class AIOKafkaConsumer(Generic[KT, VT]):
     async def _resolve_auto_rack(self) -> None:
         """``client_rack="auto"``: ``RACKAFKA_CLIENT_RACK`` when set, else the detected
         zone string that is a broker's rack (see :mod:`rackafka.zones`)."""
-        from rackafka.zones import CLIENT_RACK_ENV, resolve_rack
+        from rackafka.zones import decide_client_rack
 
         racks = [b.rack for b in self._client.cluster.brokers.values()]
-        decision = await resolve_rack(racks)
-        if decision.rack is None:
-            log.warning(
-                "client_rack='auto': %s (candidates: %s; broker racks: %s): "
-                "reading from the leaders. Set client_rack or %s to one of the racks",
-                "; ".join(decision.notes) if decision.notes else "no rack",
-                ", ".join(f"{c.value} ({c.source})" for c in decision.candidates) or "none",
-                ", ".join(decision.broker_racks) or "none",
-                CLIENT_RACK_ENV,
-            )
-        log.info("client_rack='auto' chose %r (%s)", decision.rack, decision.source)
+        decision = await decide_client_rack(racks, "reading from the leaders", log)
         self.rack_decision = decision
         self._client_rack = decision.rack
         self._fetcher_args["client_rack"] = decision.rack

@@ -40,6 +40,7 @@ from rackafka.records.compression import (
 )
 from rackafka.records.default_records import HEADER_SIZE
 from rackafka.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
+from rackafka.zones.detect import AUTO_RACK, RackDecision, decide_client_rack
 
 log = logging.getLogger("rackafka.producer")
 
@@ -184,7 +185,10 @@ class AIOKafkaProducer(Generic[KT, VT]):
         transaction_timeout_ms: how long the coordinator waits for a transaction to
             end before aborting it.  Default: 60000.
         security_protocol, ssl_context, sasl_*: as in the consumer.
-        client_rack: the rack (availability zone) of this producer.
+        client_rack: the rack (availability zone) of this producer; ``"auto"`` finds
+            it at :meth:`start` as the consumer does (``RACKAFKA_CLIENT_RACK``, else
+            the zone the platform reports that is a broker's rack; see
+            ``rackafka.zones``), and ``rack_decision`` tells what was chosen and why.
         rack_aware_partitioning: with ``client_rack``, send keyless records to
             partitions whose leader is in the same rack when there are any (a
             rackafka extension in the spirit of KIP-1123).  Default: ``False``.
@@ -336,8 +340,12 @@ class AIOKafkaProducer(Generic[KT, VT]):
         self._partitioner = partitioner
         self._default_partitioner = partitioner is _DEFAULT_PARTITIONER
         self._client_rack = client_rack
+        self._rack_aware = rack_aware_partitioning
+        #: With ``client_rack="auto"``: what was decided and why (after :meth:`start`).
+        self.rack_decision: RackDecision | None = None
         self._sticky = StickyPartitioner(
-            client_rack if rack_aware_partitioning else None, self._leader_rack
+            client_rack if rack_aware_partitioning and client_rack != AUTO_RACK else None,
+            self._leader_rack,
         )
         self._pid_state = (
             ProducerIdState(transactional_id, transaction_timeout_ms)
@@ -368,6 +376,12 @@ class AIOKafkaProducer(Generic[KT, VT]):
         if self._started:
             return
         await self._client.bootstrap_cluster()
+        if self._client_rack == AUTO_RACK:
+            racks = [b.rack for b in self._client.cluster.brokers.values()]
+            what = "keyless records use any partition" if self._rack_aware else "no rack"
+            self.rack_decision = await decide_client_rack(racks, what, log)
+            self._client_rack = self.rack_decision.rack
+            self._sticky.rack = self._client_rack if self._rack_aware else None
         self._accumulator = Accumulator(
             max_batch_size=self._max_batch_size,
             linger=self._linger,
@@ -637,6 +651,11 @@ class AIOKafkaProducer(Generic[KT, VT]):
         return await acc.add_batch(
             TopicPartition(topic, partition), batch._batch, self._request_timeout
         )
+
+    @property
+    def client_rack(self) -> str | None:
+        """The producer's rack: as given, or what ``"auto"`` found after :meth:`start`."""
+        return self._client_rack
 
     def send_stats(self) -> ProduceStats:
         """Counters of what was sent: records, batches, requests, retries, and the

@@ -12,7 +12,7 @@ import collections
 import contextlib
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rackafka.client import KafkaClient
@@ -54,6 +54,8 @@ class ProduceStats:
     cross_rack_bytes: int = 0
     #: Bytes to a leader whose rack, or the producer's, is unknown.
     unknown_rack_bytes: int = 0
+    #: Bytes per rack of the leader they went to (``"null"``: a leader without a rack).
+    bytes_by_rack: dict[str, int] = field(default_factory=dict)
 
     @property
     def total_bytes(self) -> int:
@@ -316,6 +318,8 @@ class Sender:
     def _count_bytes(self, node: int, nbytes: int) -> None:
         stats = self.stats
         rack = self.client.cluster.rack_of(node)
+        key = "null" if rack is None else rack
+        stats.bytes_by_rack[key] = stats.bytes_by_rack.get(key, 0) + nbytes
         if rack is None or self.client_rack is None:
             stats.unknown_rack_bytes += nbytes
         elif rack == self.client_rack:

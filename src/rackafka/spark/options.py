@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from rackafka.errors import KafkaConfigurationError
 from rackafka.spark.security import SECURITY_OPTIONS, SecuritySettings, parse_security
+from rackafka.zones.detect import AUTO_RACK
 
 __all__ = [
     "CLIENT_RACK_ENV",
@@ -42,7 +43,7 @@ CLIENT_RACK_ENV = "RACKAFKA_CLIENT_RACK"
 RACK_FROM_ENV = "env"
 #: ``kafka.client.rack=auto``: :data:`CLIENT_RACK_ENV` when set, else the zone each
 #: executor detects (see :mod:`rackafka.zones`) that is one of the brokers' racks.
-RACK_AUTO = "auto"
+RACK_AUTO = AUTO_RACK
 
 #: Offset placeholders of Spark's JSON offsets: -2 is the earliest offset, -1 the latest.
 EARLIEST = -2

@@ -198,6 +198,9 @@ class TaskReport:
     #: How the task found its rack: ``option``, ``environment RACKAFKA_CLIENT_RACK``, or
     #: the source of the zone ``kafka.client.rack=auto`` detected (``none``: no rack found).
     rack_source: str = ""
+    #: ``read`` (the source) or ``write`` (the sink: ``ranges`` are the offsets it wrote,
+    #: the bytes are by rack of the leader they went to).
+    kind: str = "read"
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -257,7 +260,7 @@ def read_ranges(
         None if rack == RACK_AUTO else rack,
         host=socket.gethostname(),
         pid=os.getpid(),
-        rack_source=_rack_source(opts.client_rack, rack),
+        rack_source=rack_source(opts.client_rack, rack),
     )
     started = time.monotonic()
     todo: dict[TopicPartition, _Range] = {}
@@ -268,7 +271,7 @@ def read_ranges(
             todo[rng.tp] = _Range(rng, started)
     if not todo:
         report.finished = True
-        _publish(report, opts.metrics_path)
+        publish_report(report, opts.metrics_path)
         return
     loop = asyncio.new_event_loop()
     consumer: AIOKafkaConsumer[bytes, bytes] | None = None
@@ -355,7 +358,7 @@ def read_ranges(
                 run(consumer.stop())
         finally:
             loop.close()
-            _publish(report, opts.metrics_path)
+            publish_report(report, opts.metrics_path)
 
 
 async def _stalled(
@@ -463,7 +466,8 @@ async def _after_loss(
     return resume
 
 
-def _rack_source(setting: str | None, rack: str | None) -> str:
+def rack_source(setting: str | None, rack: str | None) -> str:
+    """How a task found its rack, for :attr:`TaskReport.rack_source`."""
     if setting in (RACK_FROM_ENV, RACK_AUTO):
         if rack is None:
             return "none"
@@ -488,9 +492,12 @@ def _fill_report(report: TaskReport, consumer: Any, started: float) -> None:
     report.seconds = round(time.monotonic() - started, 6)
 
 
-def _publish(report: TaskReport, path: str | None) -> None:
+def publish_report(report: TaskReport, path: str | None) -> None:
+    """Log one INFO line of a task's report; with ``path`` (``rackafka.metricsPath``), also
+    write it there as a JSON file (atomically: readers never see half a report)."""
     log.info(
-        "rackafka task %s: rack %s, %d records, bytes by rack %s",
+        "rackafka %s task %s: rack %s, %d records, bytes by rack %s",
+        report.kind,
         ", ".join(f"{t}-{p} [{a}, {b})" for t, p, a, b in report.ranges),
         report.client_rack,
         report.records,

@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,9 +33,10 @@ from rackafka.spark.options import (
     resolve_client_rack,
     warn_ignored,
 )
+from rackafka.spark.reader import TaskReport, publish_report, rack_source
 from rackafka.spark.security import SECURITY_OPTIONS, SecuritySettings, parse_security
 
-__all__ = ["SinkOptions", "SinkReport", "check_sink_columns", "parse_sink_options", "write_rows"]
+__all__ = ["SinkOptions", "check_sink_columns", "parse_sink_options", "write_rows"]
 
 log = logging.getLogger("rackafka.spark")
 
@@ -65,6 +69,7 @@ _SINK_OPTIONS = (
     "topic",
     "includeheaders",
     "rackafka.rackawarepartitioning",
+    "rackafka.metricspath",
 )
 
 
@@ -88,6 +93,8 @@ class SinkOptions:
     producer: Mapping[str, Any] = field(default_factory=dict)
     security: SecuritySettings | None = None
     ignored: tuple[tuple[str, str], ...] = ()
+    #: ``rackafka.metricsPath``: where each task writes its report, as the source's tasks.
+    metrics_path: str | None = None
 
     def producer_kwargs(self) -> dict[str, Any]:
         """Keywords for the producer of a task (TLS context and credentials built here)."""
@@ -164,6 +171,7 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         producer=producer,
         security=security,
         ignored=tuple(sorted(ignored.items())),
+        metrics_path=opts.get("rackafka.metricspath", "").strip() or None,
     )
 
 
@@ -204,16 +212,6 @@ def check_sink_columns(columns: Mapping[str, str], topic_option: str | None) -> 
             raise SinkWriteError(f"column {name!r} must be {' or '.join(allowed)}, not {kind}")
 
 
-@dataclass
-class SinkReport:
-    """What one task wrote."""
-
-    records: int = 0
-    client_rack: str | None = None
-    same_rack_bytes: int = 0
-    cross_rack_bytes: int = 0
-
-
 def _bytes(value: Any) -> bytes | None:
     if value is None or isinstance(value, bytes):
         return value
@@ -224,28 +222,40 @@ def _bytes(value: Any) -> bytes | None:
     raise SinkWriteError(f"a key or value must be string or binary, not {type(value).__name__}")
 
 
-def write_rows(opts: SinkOptions, rows: Iterable[Any]) -> SinkReport:
+def write_rows(opts: SinkOptions, rows: Iterable[Any]) -> TaskReport:
     """Produce ``rows`` (Spark Rows or mappings with the sink's columns) and wait until the
-    brokers have every one; the task's producer reads from the executor's rack.
+    brokers have every one; the task's producer takes the executor's rack.
+
+    Returns the task's report (``kind="write"``), also published as the source's are
+    (an INFO line, and a file in ``rackafka.metricsPath`` when set), finished or not.
 
     Raises:
         SinkWriteError: a row has no topic, or a column of the wrong type.
         KafkaError: a record could not be written (the task fails; Spark retries it).
     """
-    rack = resolve_client_rack(opts.client_rack)
-    if rack == RACK_AUTO:  # the producer takes a rack name: the environment's, or none
-        rack = None
-    report = SinkReport(client_rack=rack)
+    rack = resolve_client_rack(opts.client_rack)  # a name, "auto" or None
+    report = TaskReport(
+        [],
+        None if rack == RACK_AUTO else rack,
+        host=socket.gethostname(),
+        pid=os.getpid(),
+        rack_source=rack_source(opts.client_rack, rack),
+        kind="write",
+    )
+    started = time.monotonic()
     loop = asyncio.new_event_loop()
     try:
         loop.run_until_complete(_write(opts, iter(rows), rack, report))
+        report.finished = True
     finally:
         loop.close()
+        report.seconds = round(time.monotonic() - started, 3)
+        publish_report(report, opts.metrics_path)
     return report
 
 
 async def _write(
-    opts: SinkOptions, rows: Iterator[Any], rack: str | None, report: SinkReport
+    opts: SinkOptions, rows: Iterator[Any], rack: str | None, report: TaskReport
 ) -> None:
     from rackafka.producer.producer import AIOKafkaProducer
 
@@ -255,8 +265,13 @@ async def _write(
     producer: AIOKafkaProducer[bytes, bytes] = AIOKafkaProducer(
         bootstrap_servers=opts.bootstrap_servers, client_rack=rack, **kwargs
     )
-    await producer.start()
+    # Per partition: [topic, partition, first offset, last offset + 1] of what was written.
+    written: dict[tuple[str, int], list[Any]] = {}
     try:
+        await producer.start()
+        if producer.rack_decision is not None:  # kafka.client.rack=auto on this executor
+            report.client_rack = producer.rack_decision.rack
+            report.rack_source = producer.rack_decision.source
         pending: list[asyncio.Future[Any]] = []
         for row in rows:
             get = row.asDict() if hasattr(row, "asDict") else dict(row)
@@ -276,14 +291,28 @@ async def _write(
                     headers=[(h["key"], _bytes(h["value"])) for h in headers] if headers else None,
                 )
             )
-            report.records += 1
             if len(pending) >= 10_000:
-                await asyncio.gather(*pending)
+                _note_written(await asyncio.gather(*pending), written, report)
                 pending.clear()
-        await asyncio.gather(*pending)
+        _note_written(await asyncio.gather(*pending), written, report)
         await producer.flush()
+    finally:
+        report.ranges = sorted(written.values())
         stats = producer.send_stats()
+        report.bytes_by_rack = dict(stats.bytes_by_rack)
         report.same_rack_bytes = stats.same_rack_bytes
         report.cross_rack_bytes = stats.cross_rack_bytes
-    finally:
         await producer.stop()
+
+
+def _note_written(
+    results: list[Any], written: dict[tuple[str, int], list[Any]], report: TaskReport
+) -> None:
+    for md in results:
+        span = written.get((md.topic, md.partition))
+        if span is None:
+            written[md.topic, md.partition] = [md.topic, md.partition, md.offset, md.offset + 1]
+        else:
+            span[2] = min(span[2], md.offset)
+            span[3] = max(span[3], md.offset + 1)
+    report.records += len(results)

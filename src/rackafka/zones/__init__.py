@@ -7,19 +7,23 @@ place for the consumer, the producer and the Spark source.  Nothing here runs un
 """
 
 from rackafka.zones.detect import (
+    AUTO_RACK,
     CLIENT_RACK_ENV,
     Candidate,
     RackDecision,
     choose_rack,
+    decide_client_rack,
     detect_candidates,
     resolve_rack,
 )
 
 __all__ = [
+    "AUTO_RACK",
     "CLIENT_RACK_ENV",
     "Candidate",
     "RackDecision",
     "choose_rack",
+    "decide_client_rack",
     "detect_candidates",
     "resolve_rack",
 ]

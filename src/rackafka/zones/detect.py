@@ -346,3 +346,28 @@ async def resolve_rack(
     if notes:
         decision = replace(decision, notes=decision.notes + tuple(notes))
     return decision
+
+
+#: The ``client_rack`` value that asks for the zone to be found.
+AUTO_RACK = "auto"
+
+
+async def decide_client_rack(
+    broker_racks: Iterable[str | None], role: str, logger: logging.Logger
+) -> RackDecision:
+    """:func:`resolve_rack` for a client's ``client_rack="auto"``, logged on ``logger``:
+    the choice at INFO, a WARNING saying what to set when no rack was found (``role``
+    tells what the client then does, e.g. "reading from the leaders")."""
+    decision = await resolve_rack(broker_racks)
+    if decision.rack is None:
+        logger.warning(
+            "client_rack='auto': %s (candidates: %s; broker racks: %s): %s. "
+            "Set client_rack or %s to one of the racks",
+            "; ".join(decision.notes) if decision.notes else "no rack",
+            ", ".join(f"{c.value} ({c.source})" for c in decision.candidates) or "none",
+            ", ".join(decision.broker_racks) or "none",
+            role,
+            CLIENT_RACK_ENV,
+        )
+    logger.info("client_rack='auto' chose %r (%s)", decision.rack, decision.source)
+    return decision
