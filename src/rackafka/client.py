@@ -127,6 +127,9 @@ class KafkaClient:
         security: TLS and SASL settings (default: PLAINTEXT).
         connector: opens the stream to a broker (test transports); default: the one
             ``security`` asks for.
+        allow_auto_topic_creation: let a broker that has ``auto.create.topics.enable``
+            create the topics of interest that do not exist (the producer's behaviour in
+            the Java client and aiokafka); consumers never create topics.
 
     A connection that fails to authenticate (SASL or TLS) is not retried before
     ``reconnect_backoff_ms``; the failure is kept for the role on top to raise
@@ -148,8 +151,10 @@ class KafkaClient:
         security: SecurityConfig | None = None,
         connector: Connector | None = None,
         client_software_version: str = "0",
+        allow_auto_topic_creation: bool = False,
     ) -> None:
         self.bootstrap = parse_bootstrap_servers(bootstrap_servers)
+        self.allow_auto_topic_creation = allow_auto_topic_creation
         self.security = security or SecurityConfig()
         #: The last authentication failure not yet raised to the user.
         self._auth_failure: AuthenticationFailedError | None = None
@@ -338,7 +343,10 @@ class KafkaClient:
             topics = None
         else:
             topics = [{"name": t} for t in sorted(self._topics)]
-        return METADATA.Request(topics=topics, allow_auto_topic_creation=False)
+        return METADATA.Request(
+            topics=topics,
+            allow_auto_topic_creation=self.allow_auto_topic_creation and topics is not None,
+        )
 
     # -- metadata --------------------------------------------------------------
 

@@ -181,8 +181,11 @@ async def test_unknown_topic(
 ) -> None:
     producer = make_producer(request_timeout_ms=600)
     await producer.start()
+    # Brokers create unknown topics (auto.create.topics.enable); this one stays unknown.
+    embedded_cluster.create_topic("hidden", 1)
+    embedded_cluster.set_topic_error("hidden", 3)  # UNKNOWN_TOPIC_OR_PARTITION
     with pytest.raises(UnknownTopicOrPartitionError):
-        await producer.send("no-such-topic", b"x")
+        await producer.send("hidden", b"x")
     embedded_cluster.create_topic("known", 2)
     assert await producer.partitions_for("known") == {0, 1}
     with pytest.raises(UnknownTopicOrPartitionError):
@@ -320,3 +323,30 @@ async def test_send_waits_for_room_then_times_out(
         await asyncio.gather(*futures)
     assert isinstance(info.value, KafkaTimeoutError)
     embedded_cluster.broker_up(leader)
+
+
+async def test_a_topic_that_does_not_exist_is_created_by_the_broker(
+    embedded_cluster: EmbeddedCluster, make_producer: MakeProducer
+) -> None:
+    """As the Java client's and aiokafka's producers: Metadata asks the broker to create the
+    topic (the embedded cluster's brokers have auto.create.topics.enable); consumers never do."""
+    from rackafka import AIOKafkaConsumer
+
+    consumer: AIOKafkaConsumer[bytes, bytes] = AIOKafkaConsumer(
+        bootstrap_servers=embedded_cluster.bootstrap_servers
+    )
+    await consumer.start()
+    try:
+        assert "not-yet-consumed" not in await consumer.topics()
+        consumer.assign([TopicPartition("not-yet-consumed", 0)])
+        await consumer._client.refresh_metadata()
+        assert "not-yet-consumed" not in await consumer.topics()
+    finally:
+        await consumer.stop()
+    topic = unique("auto")
+    producer = make_producer()
+    await producer.start()
+    md = await producer.send_and_wait(topic, b"first")
+    assert md.topic == topic and md.offset == 0
+    assert md.partition in await producer.partitions_for(topic)
+    assert topic in embedded_cluster.metadata().topics  # seen by confluent-kafka too

@@ -699,3 +699,70 @@ def test_methods_need_a_running_cluster() -> None:
         c.create_topic("t", 1)
     with pytest.raises(RuntimeError, match="not running"):
         c.start_request_tracking()
+
+
+def _read_with_confluent(c: EmbeddedCluster, topic: str, count: int) -> list[Any]:
+    """Every record of ``topic``, read by the reference client (confluent-kafka)."""
+    consumer = ck.Consumer(
+        {
+            "bootstrap.servers": c.bootstrap_servers,
+            "group.id": f"read-{topic}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe([topic])
+    got: list[Any] = []
+    deadline = time.monotonic() + 30
+    try:
+        while len(got) < count and time.monotonic() < deadline:
+            got.extend(m for m in consumer.consume(num_messages=500, timeout=0.5) if not m.error())
+    finally:
+        consumer.close()
+    return got
+
+
+@pytest.mark.parametrize("client", ["rackafka", "confluent-kafka"])
+async def test_aproduce_writes_the_same_records_with_either_client(client: str) -> None:
+    async with EmbeddedCluster(brokers=3, racks=("a", "b", "c")) as c:
+        c.create_topic("ap", 3)
+        result = await c.aproduce(
+            "ap",
+            300,
+            client=client,
+            key=lambda i: f"k{i}" if i % 5 else None,
+            value=lambda i: b"v%d" % i,
+            headers=lambda i: [("n", str(i).encode())] if i % 2 else None,
+            partition="spread",
+            timestamp_ms=1_700_000_000_000,
+            compression="lz4",
+            batch_size=4000,
+        )
+        assert result.count == 300 and result.counts == {0: 100, 1: 100, 2: 100}
+        assert result.first_offsets == {0: 0, 1: 0, 2: 0}
+        assert result.last_offsets == {0: 99, 1: 99, 2: 99}
+        got = _read_with_confluent(c, "ap", 300)
+        assert len(got) == 300
+        for m in got:
+            i = int(m.value()[1:])
+            assert m.partition() == i % 3 and m.offset() == i // 3
+            assert m.key() == (f"k{i}".encode() if i % 5 else None)
+            assert (m.headers() or None) == ([("n", str(i).encode())] if i % 2 else None)
+            assert m.timestamp()[1] == 1_700_000_000_000
+        # Keyed records without a partition land where the Java client would put them.
+        await c.aproduce("keyed", 50, client=client, key=lambda i: f"user-{i % 7}")
+        partitions: dict[bytes, set[int]] = {}
+        for m in _read_with_confluent(c, "keyed", 50):
+            partitions.setdefault(m.key(), set()).add(m.partition())
+        assert len(partitions) == 7 and all(len(p) == 1 for p in partitions.values())
+
+
+async def test_aproduce_reports_undelivered_records() -> None:
+    async with EmbeddedCluster(brokers=2) as c:
+        c.create_topic("down", 1, replication_factor=2)
+        c.move_leader("down", 0, 2)
+        c.broker_down(2)  # bootstrap works (broker 1); the leader does not answer
+        with pytest.raises(ProduceError, match="not delivered within"):
+            await c.aproduce("down", 10, timeout=1.5)
+        with pytest.raises(ValueError, match="client must be"):
+            await c.aproduce("down", 1, client="kafka-python")

@@ -326,6 +326,7 @@ class AIOKafkaProducer(Generic[KT, VT]):
             connections_max_idle_ms=connections_max_idle_ms,
             client_software_version=__version__,
             security=security,
+            allow_auto_topic_creation=True,  # as the Java client's and aiokafka's producers
         )
         self._acks = _ACKS[acks]
         self._compression = _COMPRESSION[compression_type]

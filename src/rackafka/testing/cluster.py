@@ -355,9 +355,25 @@ class _ClientMixin:
             timeout=timeout,
         )  # fmt: skip
 
-    async def aproduce(self, topic: str, count: int, **kwargs: Any) -> ProduceResult:
-        """:meth:`produce` in a worker thread, for use inside a running event loop."""
-        return await asyncio.to_thread(self.produce, topic, count, **kwargs)
+    async def aproduce(
+        self, topic: str, count: int, *, client: str = "rackafka", **kwargs: Any
+    ) -> ProduceResult:
+        """:meth:`produce` inside a running event loop: the same arguments and result.
+
+        The records are written with rackafka's own :class:`~rackafka.AIOKafkaProducer`
+        on the caller's loop (``acks="all"``, batches up to ``batch_size``, 1 MB by
+        default, as librdkafka's); ``client="confluent-kafka"`` writes them with the
+        reference client instead, in a worker thread.
+        """
+        if client == "confluent-kafka":
+            return await asyncio.to_thread(self.produce, topic, count, **kwargs)
+        if client != "rackafka":
+            raise ValueError(f"client must be 'rackafka' or 'confluent-kafka', not {client!r}")
+        from ._produce import produce_with_rackafka
+
+        return await produce_with_rackafka(
+            self._clients().bootstrap_servers, topic, count, **kwargs
+        )
 
     def produce_transactional(
         self,

@@ -1,0 +1,144 @@
+"""Test data written with rackafka's own producer (``EmbeddedCluster.aproduce``).
+
+The same arguments and result as the confluent-kafka path of
+:meth:`rackafka.testing.EmbeddedCluster.produce`, run on the caller's event loop instead of
+a worker thread; confluent-kafka stays the reference client the tests compare with.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from rackafka.errors import KafkaError
+
+from ._clients import (
+    HeadersArg,
+    KeyArg,
+    PartitionArg,
+    ProduceError,
+    ProduceResult,
+    ValueArg,
+    _check_compression,
+    _check_partition_arg,
+    default_value,
+)
+
+# librdkafka's batch.size default: the confluent path fills batches up to this too.
+_DEFAULT_BATCH_BYTES = 1_000_000
+_GATHER_EVERY = 10_000
+
+
+def _as_bytes(value: bytes | str | None) -> bytes | None:
+    return value.encode() if isinstance(value, str) else value
+
+
+async def produce_with_rackafka(
+    bootstrap_servers: str,
+    topic: str,
+    count: int,
+    *,
+    value_size: int = 100,
+    key: KeyArg = None,
+    value: ValueArg = None,
+    headers: HeadersArg = None,
+    partition: PartitionArg = None,
+    batch_size: int | None = None,
+    compression: str = "none",
+    linger_ms: float | None = None,
+    timestamp_ms: int | None = None,
+    idempotent: bool = False,
+    timeout: float = 30.0,
+) -> ProduceResult:
+    """Produce ``count`` numbered records with :class:`rackafka.AIOKafkaProducer` and wait
+    for every acknowledgement (``acks="all"``); see ``EmbeddedCluster.produce``.
+
+    Raises:
+        ProduceError: some records were not delivered within ``timeout``.
+    """
+    from rackafka.producer.producer import AIOKafkaProducer
+
+    _check_partition_arg(partition)
+    codec = _check_compression(compression)
+    if count < 0:
+        raise ValueError(f"count must be >= 0, got {count}")
+    if batch_size is not None and batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    batch = batch_size if batch_size is not None else _DEFAULT_BATCH_BYTES
+    if linger_ms is None:
+        linger_ms = 5 if batch_size is None else 50
+    producer: AIOKafkaProducer[bytes, bytes] = AIOKafkaProducer(
+        bootstrap_servers=bootstrap_servers,
+        client_id="rackafka-testing",
+        acks="all",
+        enable_idempotence=idempotent,
+        compression_type=None if codec == "none" else codec,
+        max_batch_size=batch,
+        max_request_size=max(1_048_576, batch + 65_536),
+        linger_ms=int(linger_ms),
+        request_timeout_ms=max(1000, int(timeout * 1000)),
+    )
+    result = ProduceResult(topic)
+    errors: list[BaseException] = []
+
+    async def run() -> None:
+        partitions = len(await producer.partitions_for(topic)) if partition == "spread" else 0
+        pending: list[asyncio.Future[Any]] = []
+        for i in range(count):
+            k = key(i) if callable(key) else key
+            if value is None:
+                v: bytes | str | None = default_value(i, value_size)
+            elif callable(value):
+                v = value(i)
+            else:
+                v = value
+            h = headers(i) if callable(headers) else headers
+            if partition == "spread":
+                p: int | None = i % partitions
+            else:
+                p = partition if isinstance(partition, int) else None
+            pending.append(
+                await producer.send(
+                    topic,
+                    _as_bytes(v),
+                    key=_as_bytes(k),
+                    partition=p,
+                    timestamp_ms=timestamp_ms,
+                    headers=[(n, _as_bytes(hv)) for n, hv in h] if h is not None else None,
+                )
+            )
+            if len(pending) >= _GATHER_EVERY:
+                await _collect(pending, result, errors)
+        await _collect(pending, result, errors)
+
+    async def start_and_run() -> None:
+        await producer.start()
+        await run()
+
+    try:
+        await asyncio.wait_for(start_and_run(), timeout)
+    except asyncio.TimeoutError:
+        raise ProduceError(
+            f"{count - result.count} record(s) to {topic!r} not delivered within {timeout:.1f}s"
+            + (f"; first error: {errors[0]}" if errors else "")
+        ) from None
+    except KafkaError as exc:
+        raise ProduceError(f"records to {topic!r} not delivered: {exc}") from exc
+    finally:
+        await producer.stop()
+    if errors:
+        raise ProduceError(
+            f"{len(errors)} of {count} record(s) to {topic!r} failed; first error: {errors[0]}"
+        )
+    return result
+
+
+async def _collect(
+    pending: list[asyncio.Future[Any]], result: ProduceResult, errors: list[BaseException]
+) -> None:
+    for outcome in await asyncio.gather(*pending, return_exceptions=True):
+        if isinstance(outcome, BaseException):
+            errors.append(outcome)
+        else:
+            result._record(outcome.partition, outcome.offset)
+    pending.clear()
