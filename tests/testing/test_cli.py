@@ -25,7 +25,7 @@ class Server:
 
     def __init__(self, *args: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rackafka.testing", "serve", *args],
+            [sys.executable, "-X", "faulthandler", "-m", "rackafka.testing", "serve", *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -209,7 +209,16 @@ def test_serve_exits_on_sigterm(server_factory: type[Server]) -> None:
     server = server_factory("--brokers", "2", "--topic", "t:2:2", "--messages", "10")
     ports = _ports(_bootstrap(server))
     server.proc.send_signal(signal.SIGTERM)
-    assert server.proc.wait(15) == 0
+    try:
+        code = server.proc.wait(30)
+    except subprocess.TimeoutExpired:
+        # Say where it hangs: a stack dump of every thread (faulthandler on SIGABRT).
+        server.proc.send_signal(signal.SIGABRT)
+        server.proc.wait(10)
+        assert server.proc.stderr is not None
+        err = server.proc.stderr.read()
+        pytest.fail(f"serve did not exit within 30 s of SIGTERM; its stderr:\n{err[-6000:]}")
+    assert code == 0
     assert all(_refused(p) for p in ports)
 
 
