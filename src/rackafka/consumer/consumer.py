@@ -16,6 +16,7 @@ from typing_extensions import TypeVar
 
 from rackafka import __version__
 from rackafka._config import check_positive as _positive
+from rackafka._lifecycle import AsyncRole
 from rackafka.abc import ConsumerRebalanceListener
 from rackafka.client import KafkaClient
 from rackafka.cluster import ClusterMetadata
@@ -110,7 +111,7 @@ def _log_listener_failure(task: asyncio.Future[Any]) -> None:
         log.error("rebalance listener failed", exc_info=task.exception())
 
 
-class AIOKafkaConsumer(Generic[KT, VT]):
+class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
     """A client that consumes records from a Kafka cluster, reading from the closest replica.
 
     A drop-in for :class:`aiokafka.AIOKafkaConsumer`: the same arguments with the
@@ -500,17 +501,6 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             self._fetcher.data_ready.set()
         self._client.cluster.remove_listener(self._metadata_listener)
         await self._client.close()
-
-    async def __aenter__(self) -> AIOKafkaConsumer[KT, VT]:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
-
-    def __del__(self, _warnings: Any = warnings) -> None:
-        if getattr(self, "_started", False) and not getattr(self, "_closed", True):
-            _warnings.warn(f"Unclosed AIOKafkaConsumer {self!r}", ResourceWarning, stacklevel=1)
 
     async def _resolve_auto_rack(self) -> None:
         """``client_rack="auto"``: ``RACKAFKA_CLIENT_RACK`` when set, else the detected

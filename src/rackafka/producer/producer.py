@@ -16,6 +16,7 @@ from typing import Any, Generic, NamedTuple, TypeVar
 
 from rackafka import __version__
 from rackafka._config import INT32_MAX, check_callable, check_positive
+from rackafka._lifecycle import AsyncRole
 from rackafka.client import KafkaClient
 from rackafka.errors import (
     IllegalOperation,
@@ -142,7 +143,7 @@ class BatchBuilder:
         return self._batch.count
 
 
-class AIOKafkaProducer(Generic[KT, VT]):
+class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
     """A Kafka client that publishes records to the Kafka cluster.
 
     A drop-in for :class:`aiokafka.AIOKafkaProducer`: the same arguments with the same
@@ -463,17 +464,6 @@ class AIOKafkaProducer(Generic[KT, VT]):
                 await self._sender.close()
                 self._accumulator.fail_all(ProducerClosed("the producer was stopped"))
         await self._client.close()
-
-    async def __aenter__(self) -> AIOKafkaProducer[KT, VT]:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
-
-    def __del__(self, _warnings: Any = warnings) -> None:
-        if getattr(self, "_started", False) and not getattr(self, "_closed", True):
-            _warnings.warn(f"Unclosed AIOKafkaProducer {self!r}", ResourceWarning, stacklevel=1)
 
     def __repr__(self) -> str:
         # Never a secret: the security settings show only their kind and user name.

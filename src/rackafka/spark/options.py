@@ -57,23 +57,28 @@ class InvalidOptionError(KafkaConfigurationError, ValueError):
     """
 
 
-# Kafka consumer settings (``kafka.`` + the Java client's name) that the tasks' consumers
-# take, mapped to AIOKafkaConsumer keywords, with the type their value is converted to.
-_CONSUMER_OPTIONS: dict[str, tuple[str, type]] = {
+#: Kafka settings (``kafka.`` + the Java client's name) that both the consumer and the
+#: producer take, mapped to their keywords, with the type the value is converted to.
+CLIENT_OPTIONS: dict[str, tuple[str, type]] = {
     "kafka.client.id": ("client_id", str),
+    "kafka.request.timeout.ms": ("request_timeout_ms", int),
+    "kafka.retry.backoff.ms": ("retry_backoff_ms", int),
+    "kafka.metadata.max.age.ms": ("metadata_max_age_ms", int),
+    "kafka.connections.max.idle.ms": ("connections_max_idle_ms", int),
+}
+
+# Kafka consumer settings that the tasks' consumers take: the common ones and these.
+_CONSUMER_OPTIONS: dict[str, tuple[str, type]] = {
+    **CLIENT_OPTIONS,
     "kafka.isolation.level": ("isolation_level", str),
     "kafka.fetch.max.bytes": ("fetch_max_bytes", int),
     "kafka.fetch.min.bytes": ("fetch_min_bytes", int),
     "kafka.fetch.max.wait.ms": ("fetch_max_wait_ms", int),
     "kafka.max.partition.fetch.bytes": ("max_partition_fetch_bytes", int),
     "kafka.max.poll.records": ("max_poll_records", int),
-    "kafka.request.timeout.ms": ("request_timeout_ms", int),
-    "kafka.retry.backoff.ms": ("retry_backoff_ms", int),
     "kafka.retry.backoff.max.ms": ("retry_backoff_max_ms", int),
     "kafka.reconnect.backoff.ms": ("reconnect_backoff_ms", int),
     "kafka.reconnect.backoff.max.ms": ("reconnect_backoff_max_ms", int),
-    "kafka.metadata.max.age.ms": ("metadata_max_age_ms", int),
-    "kafka.connections.max.idle.ms": ("connections_max_idle_ms", int),
     "kafka.check.crcs": ("check_crcs", bool),
     "kafka.exclude.internal.topics": ("exclude_internal_topics", bool),
 }

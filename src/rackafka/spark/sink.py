@@ -24,6 +24,7 @@ from typing import Any
 
 from rackafka.errors import KafkaConfigurationError
 from rackafka.spark.options import (
+    CLIENT_OPTIONS,
     RACK_AUTO,
     RACK_FROM_ENV,
     InvalidOptionError,
@@ -43,17 +44,13 @@ log = logging.getLogger("rackafka.spark")
 # Kafka producer settings (``kafka.`` + the Java client's name) and the AIOKafkaProducer
 # keyword each becomes, with the type of its value.
 _PRODUCER_OPTIONS: dict[str, tuple[str, type]] = {
-    "kafka.client.id": ("client_id", str),
+    **CLIENT_OPTIONS,
     "kafka.acks": ("acks", str),
     "kafka.compression.type": ("compression_type", str),
     "kafka.batch.size": ("max_batch_size", int),
     "kafka.linger.ms": ("linger_ms", int),
     "kafka.max.request.size": ("max_request_size", int),
     "kafka.enable.idempotence": ("enable_idempotence", bool),
-    "kafka.request.timeout.ms": ("request_timeout_ms", int),
-    "kafka.retry.backoff.ms": ("retry_backoff_ms", int),
-    "kafka.metadata.max.age.ms": ("metadata_max_age_ms", int),
-    "kafka.connections.max.idle.ms": ("connections_max_idle_ms", int),
 }
 
 # Refused as Spark's sink refuses them: the sink writes bytes and owns the serializers.

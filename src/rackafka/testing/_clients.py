@@ -60,6 +60,21 @@ def default_value(index: int, size: int) -> bytes:
     return prefix + (_FILLER * reps)[:pad]
 
 
+def record_at(
+    index: int, *, value_size: int, key: KeyArg, value: ValueArg, headers: HeadersArg
+) -> tuple[bytes | str | None, bytes | str | None, Any]:
+    """Key, value and headers of record ``index`` of a produce call: each argument is a
+    constant or a function of the index; no value means :func:`default_value`."""
+    k = key(index) if callable(key) else key
+    if value is None:
+        v: bytes | str | None = default_value(index, value_size)
+    elif callable(value):
+        v = value(index)
+    else:
+        v = value
+    return k, v, headers(index) if callable(headers) else headers
+
+
 class ProduceError(RuntimeError):
     """Records could not be delivered to the test cluster."""
 
@@ -306,14 +321,7 @@ class ClientPool:
             kwargs["timestamp"] = int(timestamp_ms)
         for n in range(count):
             i = start_index + n
-            k = key(i) if callable(key) else key
-            if value is None:
-                v: bytes | str | None = default_value(i, value_size)
-            elif callable(value):
-                v = value(i)
-            else:
-                v = value
-            h = headers(i) if callable(headers) else headers
+            k, v, h = record_at(i, value_size=value_size, key=key, value=value, headers=headers)
             kwargs["key"] = k
             kwargs["value"] = v
             if h is not None:

@@ -21,7 +21,7 @@ from ._clients import (
     ValueArg,
     _check_compression,
     _check_partition_arg,
-    default_value,
+    record_at,
 )
 
 # librdkafka's batch.size default: the confluent path fills batches up to this too.
@@ -85,14 +85,7 @@ async def produce_with_rackafka(
         partitions = len(await producer.partitions_for(topic)) if partition == "spread" else 0
         pending: list[asyncio.Future[Any]] = []
         for i in range(count):
-            k = key(i) if callable(key) else key
-            if value is None:
-                v: bytes | str | None = default_value(i, value_size)
-            elif callable(value):
-                v = value(i)
-            else:
-                v = value
-            h = headers(i) if callable(headers) else headers
+            k, v, h = record_at(i, value_size=value_size, key=key, value=value, headers=headers)
             if partition == "spread":
                 p: int | None = i % partitions
             else:
