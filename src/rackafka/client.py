@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from rackafka._tasks import cancel_and_wait
 from rackafka.cluster import Broker, ClusterMetadata
 from rackafka.errors import (
     AuthenticationFailedError,
@@ -295,11 +296,7 @@ class KafkaClient:
         self._closed = True
         tasks: list[asyncio.Task[Any]] = [t for t in (self._bg, self._refresh) if t is not None]
         tasks += list(self._connecting.values())
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(BaseException):
-                await t
+        await cancel_and_wait(tasks)
         conns = list(self._conns.values()) + list(self._channels.values())
         if self._bootstrap_conn is not None:
             conns.append(self._bootstrap_conn)

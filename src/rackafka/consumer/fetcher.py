@@ -26,6 +26,7 @@ from functools import partial
 from operator import attrgetter, itemgetter
 from typing import Any
 
+from rackafka._tasks import cancel_and_wait
 from rackafka.client import KafkaClient
 from rackafka.cluster import Broker, ClusterMetadata
 from rackafka.consumer.fetch_session import (
@@ -313,11 +314,7 @@ class Fetcher:
         if self._task is not None:
             tasks.append(self._task)
         tasks += list(self._connecting.values()) + list(self._lookups.values())
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(BaseException):
-                await t
+        await cancel_and_wait(tasks)
         for entry in [*self._inflight.values(), *self._side.values()]:
             entry.future.cancel()
         self._inflight.clear()

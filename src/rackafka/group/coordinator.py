@@ -38,6 +38,7 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rackafka._tasks import cancel_and_wait
 from rackafka.client import KafkaClient
 from rackafka.cluster import ClusterMetadata
 from rackafka.consumer.subscription import SubscriptionState
@@ -197,9 +198,7 @@ class GroupCoordinator:
         self._closing = True
         self._client.cluster.remove_listener(self._on_metadata)
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(BaseException):
-                await self._task
+            await cancel_and_wait([self._task])
         leave, self._pending_leave = self._pending_leave, None
         commit: Coroutine[Any, Any, None] | None = None
         if self._auto_commit and self.state.generation_id >= 0:

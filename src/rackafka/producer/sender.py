@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from rackafka._tasks import cancel_and_wait
 from rackafka.client import KafkaClient
 from rackafka.errors import (
     DuplicateSequenceNumber,
@@ -158,11 +158,7 @@ class Sender:
 
     async def close(self) -> None:
         tasks = [t for t in (self._task, *self._tasks) if t is not None]
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(BaseException):
-                await t
+        await cancel_and_wait(tasks)
 
     # -- the loop ----------------------------------------------------------------
 
