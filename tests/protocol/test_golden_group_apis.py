@@ -595,6 +595,51 @@ vector(
     i32(7) + carray([cstring("t") + carray([i32(2) + i16(79) + NO_TAGS]) + NO_TAGS]) + NO_TAGS,
 )
 
+# OffsetCommit v9 (KIP-848): the layout of v8; a consumer-protocol member puts its member
+# epoch where a classic member puts its generation.
+vector(
+    "OffsetCommit-v9-request",
+    OFFSET_COMMIT,
+    9,
+    "request",
+    OFFSET_COMMIT.Request(
+        group_id="g",
+        generation_id_or_member_epoch=11,
+        member_id="Xy7-member",
+        group_instance_id=None,
+        topics=[
+            {
+                "name": "t",
+                "partitions": [
+                    {
+                        "partition_index": 0,
+                        "committed_offset": 7,
+                        "committed_leader_epoch": 2,
+                        "committed_metadata": "m",
+                    }
+                ],
+            }
+        ],
+    ),
+    cstring("g")
+    + i32(11)
+    + cstring("Xy7-member")
+    + cstring(None)
+    + carray([cstring("t") + carray([i32(0) + i64(7) + i32(2) + cstring("m") + NO_TAGS]) + NO_TAGS])
+    + NO_TAGS,
+)
+vector(
+    "OffsetCommit-v9-response",
+    OFFSET_COMMIT,
+    9,
+    "response",
+    OFFSET_COMMIT.Response(
+        throttle_time_ms=0,
+        topics=[{"name": "t", "partitions": [{"partition_index": 0, "error_code": 113}]}],
+    ),
+    i32(0) + carray([cstring("t") + carray([i32(0) + i16(113) + NO_TAGS]) + NO_TAGS]) + NO_TAGS,
+)
+
 # OffsetFetch v1: group and (non-nullable) topics; response per partition offset,
 # metadata and error, no top-level error code, no throttle time, no leader epoch.
 vector(
@@ -742,6 +787,49 @@ vector(
         ]
     )
     + NO_TAGS,
+)
+
+# OffsetFetch v9 (KIP-848): each group carries the member id (nullable) and member epoch.
+vector(
+    "OffsetFetch-v9-request",
+    OFFSET_FETCH,
+    9,
+    "request",
+    OFFSET_FETCH.Request(
+        groups=[
+            {
+                "group_id": "g1",
+                "member_id": "Xy7-member",
+                "member_epoch": 5,
+                "topics": [{"name": "t", "partition_indexes": [3]}],
+            },
+            {"group_id": "g2", "member_id": None, "member_epoch": -1, "topics": None},
+        ],
+        require_stable=False,
+    ),
+    carray(
+        [
+            cstring("g1")
+            + cstring("Xy7-member")
+            + i32(5)
+            + carray([cstring("t") + carray([i32(3)]) + NO_TAGS])
+            + NO_TAGS,
+            cstring("g2") + cstring(None) + i32(-1) + carray(None) + NO_TAGS,
+        ]
+    )
+    + boolean(False)
+    + NO_TAGS,
+)
+vector(
+    "OffsetFetch-v9-response",
+    OFFSET_FETCH,
+    9,
+    "response",
+    OFFSET_FETCH.Response(
+        throttle_time_ms=0,
+        groups=[{"group_id": "g1", "topics": [], "error_code": 113}],
+    ),
+    i32(0) + carray([cstring("g1") + carray([]) + i16(113) + NO_TAGS]) + NO_TAGS,
 )
 
 # ConsumerGroupHeartbeat v0 (flexible from v0): a joining member with every nullable field
@@ -1108,8 +1196,8 @@ def test_every_group_api_has_its_edge_versions_covered() -> None:
         (SYNC_GROUP, 14, 0, 5, 4),
         (HEARTBEAT, 12, 0, 4, 4),
         (LEAVE_GROUP, 13, 0, 5, 4),
-        (OFFSET_COMMIT, 8, 2, 8, 8),
-        (OFFSET_FETCH, 9, 1, 8, 6),
+        (OFFSET_COMMIT, 8, 2, 9, 8),
+        (OFFSET_FETCH, 9, 1, 9, 6),
         (CONSUMER_GROUP_HEARTBEAT, 68, 0, 1, 0),
         (SASL_HANDSHAKE, 17, 0, 1, None),
         (SASL_AUTHENTICATE, 36, 0, 2, 2),

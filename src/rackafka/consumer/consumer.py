@@ -26,14 +26,6 @@ from rackafka.consumer.fetcher import (
     Fetcher,
     FetchStats,
 )
-from rackafka.consumer.subscription import (
-    COMMITTED,
-    EARLIEST,
-    LATEST,
-    NONE,
-    PartitionState,
-    SubscriptionState,
-)
 from rackafka.errors import (
     ConsumerStoppedError,
     IllegalOperation,
@@ -41,6 +33,7 @@ from rackafka.errors import (
     KafkaConfigurationError,
     UnknownTopicOrPartitionError,
 )
+from rackafka.group.consumer_group import ConsumerGroupMember
 from rackafka.group.coordinator import GroupCoordinator
 from rackafka.group.strategy import resolve_assignors
 from rackafka.net.security import SecurityConfig
@@ -49,6 +42,14 @@ from rackafka.structs import (
     OffsetAndMetadata,
     OffsetAndTimestamp,
     TopicPartition,
+)
+from rackafka.subscription import (
+    COMMITTED,
+    EARLIEST,
+    LATEST,
+    NONE,
+    PartitionState,
+    SubscriptionState,
 )
 from rackafka.zones.detect import AUTO_RACK
 
@@ -251,6 +252,8 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
         sasl_oauth_token_provider: Any = None,
         client_rack: str | None = None,
         record_tuples: bool = False,
+        group_protocol: str = "classic",
+        group_remote_assignor: str | None = None,
     ) -> None:
         if loop is not None:
             # As aiokafka 0.14: deprecated, accepted; rackafka always uses the running loop.
@@ -353,6 +356,13 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
                 f"heartbeat_interval_ms ({heartbeat_interval_ms}) must be lower than "
                 f"session_timeout_ms ({session_timeout_ms})"
             )
+        group_protocol = _check_group_protocol(
+            group_protocol,
+            group_remote_assignor,
+            partition_assignment_strategy=partition_assignment_strategy,
+            session_timeout_ms=session_timeout_ms,
+            heartbeat_interval_ms=heartbeat_interval_ms,
+        )
         for name, fn in (
             ("key_deserializer", key_deserializer),
             ("value_deserializer", value_deserializer),
@@ -394,9 +404,14 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
             "group_instance_id": group_instance_id,
             "assignors": assignors,
             "session_timeout_ms": session_timeout_ms,
-            # As aiokafka: None means session_timeout_ms.
+            # As aiokafka: None means session_timeout_ms (with the consumer protocol, as
+            # Java: max_poll_interval_ms).
             "rebalance_timeout_ms": (
-                rebalance_timeout_ms if rebalance_timeout_ms is not None else session_timeout_ms
+                rebalance_timeout_ms
+                if rebalance_timeout_ms is not None
+                else max_poll_interval_ms
+                if group_protocol == "consumer"
+                else session_timeout_ms
             ),
             "heartbeat_interval_ms": heartbeat_interval_ms,
             "max_poll_interval_ms": max_poll_interval_ms,
@@ -406,6 +421,9 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
             "client_rack": client_rack,
             "exclude_internal_topics": exclude_internal_topics,
         }
+        self._group_protocol = group_protocol
+        if group_protocol == "consumer":
+            self._group_args["server_assignor"] = group_remote_assignor
         self._coordinator: GroupCoordinator | None = None
         self._fetcher_args: dict[str, Any] = {
             "client_rack": client_rack,
@@ -458,7 +476,10 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
         self._client.cluster.add_listener(self._metadata_listener)
         self._started = True
         if self._group_id is not None:
-            self._coordinator = GroupCoordinator(
+            membership = (
+                ConsumerGroupMember if self._group_protocol == "consumer" else GroupCoordinator
+            )
+            self._coordinator = membership(
                 self._client,
                 self._subs,
                 on_assignment=_weak(self._group_assigned),
@@ -1119,3 +1140,43 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
     def client_id(self) -> str:
         """The ``client_id`` sent in every request (a label of :mod:`rackafka.metrics`)."""
         return str(self._client.client_id)
+
+
+#: Settings of the classic protocol that the consumer protocol refuses (as Java does), with
+#: their defaults: the coordinator assigns and sets the session and heartbeat times.
+_CLASSIC_ONLY = {
+    "partition_assignment_strategy": None,
+    "session_timeout_ms": 10000,
+    "heartbeat_interval_ms": 3000,
+}
+
+
+def _check_group_protocol(group_protocol: Any, group_remote_assignor: Any, **classic: Any) -> str:
+    """Check ``group_protocol`` (Java's values, any case) and the settings it excludes."""
+    if not isinstance(group_protocol, str) or group_protocol.lower() not in (
+        "classic",
+        "consumer",
+    ):
+        raise KafkaConfigurationError(
+            f"group_protocol must be 'classic' or 'consumer', not {group_protocol!r}"
+        )
+    protocol = group_protocol.lower()
+    if group_remote_assignor is not None:
+        if protocol != "consumer":
+            raise KafkaConfigurationError(
+                "group_remote_assignor needs group_protocol='consumer' (the classic protocol "
+                "assigns on the client: use partition_assignment_strategy)"
+            )
+        if not isinstance(group_remote_assignor, str) or not group_remote_assignor:
+            raise KafkaConfigurationError(
+                f"group_remote_assignor must be a non-empty str, not {group_remote_assignor!r}"
+            )
+    if protocol == "consumer":
+        for name, value in classic.items():
+            if value != _CLASSIC_ONLY[name]:
+                raise KafkaConfigurationError(
+                    f"{name} is not supported with group_protocol='consumer': the group "
+                    "coordinator assigns partitions and sets the session timeout and "
+                    "heartbeat interval (choose its assignor with group_remote_assignor)"
+                )
+    return protocol

@@ -37,13 +37,6 @@ from rackafka.consumer.fetch_session import (
     PartitionFetchState,
 )
 from rackafka.consumer.routing import FetchErrorAction, ReadReplicaPolicy, RoutingChange
-from rackafka.consumer.subscription import (
-    COMMITTED,
-    NONE,
-    RESET_TIMESTAMPS,
-    PartitionState,
-    SubscriptionState,
-)
 from rackafka.errors import (
     CorruptRecordException,
     KafkaError,
@@ -64,6 +57,13 @@ from rackafka.protocol.schema import UUID_ZERO
 from rackafka.records import CONTROL_ABORT, iter_batches
 from rackafka.records.scan import next_offset_after
 from rackafka.structs import ConsumerRecord, TopicPartition
+from rackafka.subscription import (
+    COMMITTED,
+    NONE,
+    RESET_TIMESTAMPS,
+    PartitionState,
+    SubscriptionState,
+)
 
 log = logging.getLogger("rackafka.consumer.fetcher")
 

@@ -41,7 +41,6 @@ from typing import Any
 from rackafka._tasks import cancel_and_wait
 from rackafka.client import KafkaClient
 from rackafka.cluster import ClusterMetadata
-from rackafka.consumer.subscription import SubscriptionState
 from rackafka.errors import (
     BrokerResponseError,
     CommitFailedError,
@@ -65,6 +64,7 @@ from rackafka.protocol.apis.offset_commit import OFFSET_COMMIT
 from rackafka.protocol.apis.offset_fetch import OFFSET_FETCH
 from rackafka.protocol.apis.sync_group import SYNC_GROUP
 from rackafka.structs import OffsetAndMetadata, TopicPartition
+from rackafka.subscription import SubscriptionState
 
 log = logging.getLogger("rackafka.group")
 
@@ -78,6 +78,7 @@ REBALANCE_IN_PROGRESS = 27
 MEMBER_ID_REQUIRED = 79
 FENCED_INSTANCE_ID = 82
 UNSTABLE_OFFSET_COMMIT = 88
+STALE_MEMBER_EPOCH = 113
 
 _COORDINATOR_GONE = (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, REQUEST_TIMED_OUT)
 _MEMBER_GONE = (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID)
@@ -95,6 +96,10 @@ class _Rejoin(Exception):
 
 class _CoordinatorGone(Exception):
     """Internal: find the coordinator again."""
+
+
+class _StaleEpoch(Exception):
+    """Internal: a commit carried an older member epoch (KIP-848): retry with the current one."""
 
 
 @dataclass
@@ -154,6 +159,7 @@ class GroupCoordinator:
         self._session_timeout_ms = session_timeout_ms
         self._rebalance_timeout_ms = rebalance_timeout_ms
         self._heartbeat_interval = heartbeat_interval_ms / 1000
+        self._next_heartbeat = 0.0
         self._max_poll_interval = max_poll_interval_ms / 1000
         self._backoff = retry_backoff_ms / 1000
         self._auto_commit = enable_auto_commit
@@ -213,7 +219,7 @@ class GroupCoordinator:
         if leave is not None:
             self._assign(set(), set())
         self._leave_done.set()
-        if self.state.member_id and self.group_instance_id is None:
+        if self.state.member_id and self._leaves_on_close():
             with contextlib.suppress(KafkaError, asyncio.TimeoutError):
                 await asyncio.wait_for(self._leave(), timeout)
 
@@ -312,7 +318,7 @@ class GroupCoordinator:
     # -- the membership loop -------------------------------------------------------
 
     async def _run(self) -> None:
-        next_heartbeat = 0.0
+        self._next_heartbeat = 0.0
         next_commit = time.monotonic() + self._auto_commit_interval
         while not self._closing:
             try:
@@ -336,7 +342,9 @@ class GroupCoordinator:
                     continue  # (unsubscribed while the coordinator was looked up)
                 if self._need_rejoin:
                     await self._rebalance()
-                    next_heartbeat = time.monotonic() + self._heartbeat_interval
+                    self._next_heartbeat = time.monotonic() + self._heartbeat_interval
+                    if self._heartbeat_due_now():
+                        self._next_heartbeat = 0.0
                     continue
                 now = time.monotonic()
                 if now - self._last_poll > self._max_poll_interval:
@@ -348,21 +356,20 @@ class GroupCoordinator:
                     )
                     self._poll_timed_out = True
                     self._need_rejoin = True
-                    owned = self._subs.assigned()
-                    if owned:
-                        await self._revoke(owned)  # commits (auto commit), tells the listener
-                    await self._leave()
+                    await self._leave_on_poll_timeout()
                     continue
-                if now >= next_heartbeat:
+                if now >= self._next_heartbeat:
+                    self._next_heartbeat = time.monotonic() + self._heartbeat_interval
                     await self._heartbeat()
-                    next_heartbeat = time.monotonic() + self._heartbeat_interval
                 if self._auto_commit and time.monotonic() >= next_commit:
                     try:
                         await self.commit_positions()
                     except CommitFailedError as exc:
                         log.warning("group %s: auto commit failed: %s", self.group_id, exc)
                     next_commit = time.monotonic() + self._auto_commit_interval
-                deadline = min(next_heartbeat, next_commit if self._auto_commit else next_heartbeat)
+                deadline = self._next_heartbeat
+                if self._auto_commit:
+                    deadline = min(deadline, next_commit)
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(
                         self._wakeup.wait(), max(0.0, deadline - time.monotonic())
@@ -387,6 +394,21 @@ class GroupCoordinator:
                     self._fatal = exc
                     self._assigned_event.set()
                     await asyncio.sleep(max(self._backoff, 1.0))
+
+    async def _leave_on_poll_timeout(self) -> None:
+        """``max_poll_interval_ms`` passed without a poll: give the partitions up, leave."""
+        owned = self._subs.assigned()
+        if owned:
+            await self._revoke(owned)  # commits (auto commit), tells the listener
+        await self._leave()
+
+    def _heartbeat_due_now(self) -> bool:
+        """Whether the next heartbeat must go at once (not with the classic protocol)."""
+        return False
+
+    def _leaves_on_close(self) -> bool:
+        """Whether close() and unsubscribe() send a leave (not a static member's, classic)."""
+        return self.group_instance_id is None
 
     def _coordinator_dead(self) -> None:
         if self.coordinator_id is not None:
@@ -508,7 +530,7 @@ class GroupCoordinator:
             self._pending_leave = None
             self._leave_done.set()
         log.info("group %s: unsubscribed from all topics, leaving the group", self.group_id)
-        if self.group_instance_id is None:
+        if self._leaves_on_close():
             with contextlib.suppress(KafkaError):
                 await self._leave()
         # (a static member keeps its place until its session times out, as in Java)
@@ -832,6 +854,14 @@ class GroupCoordinator:
                 return
             except _CoordinatorGone:
                 self._coordinator_dead()
+            except _StaleEpoch:
+                # The member's epoch moved on between the request and the answer; while
+                # the member is still in the group the commit is retried with its new
+                # epoch (as Kafka's Java consumer does), else it is too late.
+                if self.state.generation_id < 0:
+                    raise CommitFailedError(
+                        "Commit cannot be completed since the member left the group"
+                    ) from None
             except _Rejoin:
                 self._need_rejoin = True
                 self._wakeup.set()
@@ -868,6 +898,8 @@ class GroupCoordinator:
             for p in t.partitions:
                 if p.error_code == COORDINATOR_LOAD_IN_PROGRESS:
                     raise _CoordinatorGone()
+                if p.error_code == STALE_MEMBER_EPOCH:
+                    raise _StaleEpoch()
                 if p.error_code in _MEMBER_GONE or p.error_code == REBALANCE_IN_PROGRESS:
                     if p.error_code in _MEMBER_GONE:
                         self.state = GroupState()
@@ -895,7 +927,7 @@ class GroupCoordinator:
                 request = OFFSET_FETCH.Request(
                     group_id=self.group_id,
                     topics=topics,
-                    groups=[{"group_id": self.group_id, "topics": topics}],
+                    groups=[{"group_id": self.group_id, "topics": topics, **self._fetch_member()}],
                     require_stable=True,
                 )
                 resp = await self._send(OFFSET_FETCH, request)
@@ -922,8 +954,12 @@ class GroupCoordinator:
                 raise KafkaTimeoutError(f"committed offsets of group {self.group_id} not found")
             await asyncio.sleep(self._backoff)
 
+    def _fetch_member(self) -> dict[str, Any]:
+        """The member fields of an OffsetFetch (v9+); a classic member sends none."""
+        return {}
+
     def _check_fetch(self, code: int) -> None:
-        if code in (COORDINATOR_LOAD_IN_PROGRESS, UNSTABLE_OFFSET_COMMIT):
+        if code in (COORDINATOR_LOAD_IN_PROGRESS, UNSTABLE_OFFSET_COMMIT, STALE_MEMBER_EPOCH):
             raise _Rejoin()  # retried by the caller's loop
         if code in _COORDINATOR_GONE:
             raise _CoordinatorGone()

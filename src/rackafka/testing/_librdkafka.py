@@ -182,6 +182,9 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "rd_kafka_mock_set_apiversion": (_err, [_vp, _i16, _i16, _i16]),
     "rd_kafka_mock_coordinator_set": (_err, [_vp, _str, _str, _i32]),
     "rd_kafka_mock_group_initial_rebalance_delay_ms": (None, [_vp, _i32]),
+    # KIP-848 consumer groups (librdkafka >= 2.4).
+    "rd_kafka_mock_set_group_consumer_session_timeout_ms": (None, [_vp, _int]),
+    "rd_kafka_mock_set_group_consumer_heartbeat_interval_ms": (None, [_vp, _int]),
     # librdkafka >= 2.16; its result (if any) is not used.
     "rd_kafka_mock_set_controller_id": (None, [_vp, _i32]),
     "rd_kafka_mock_start_request_tracking": (None, [_vp]),

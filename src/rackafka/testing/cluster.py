@@ -1141,6 +1141,33 @@ class EmbeddedCluster(_ClientMixin):
             raise ValueError("delay_ms must be >= 0")
         self._call_void("rd_kafka_mock_group_initial_rebalance_delay_ms", self._mc(), delay_ms)
 
+    def set_consumer_group_timing(
+        self, *, session_timeout_ms: int | None = None, heartbeat_interval_ms: int | None = None
+    ) -> None:
+        """Set the coordinator's session timeout and heartbeat interval of KIP-848 groups.
+
+        These are broker settings with that protocol (``group.consumer.session.timeout.ms``
+        and ``group.consumer.heartbeat.interval.ms``, 45 s and 5 s in Kafka; the embedded
+        cluster starts at 30 s and 3 s); they apply from each member's next heartbeat.
+        """
+        for name, value, fn in (
+            (
+                "session_timeout_ms",
+                session_timeout_ms,
+                "rd_kafka_mock_set_group_consumer_session_timeout_ms",
+            ),
+            (
+                "heartbeat_interval_ms",
+                heartbeat_interval_ms,
+                "rd_kafka_mock_set_group_consumer_heartbeat_interval_ms",
+            ),
+        ):
+            if value is None:
+                continue
+            if not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{name} must be a positive int, not {value!r}")
+            self._call_void(fn, self._mc(), value)
+
     # -- request errors and versions -------------------------------------------------------
     def push_request_errors(self, api: int | str, *error_codes: int) -> None:
         """Fail the next requests of an API, on whichever broker, with these error codes.

@@ -1,8 +1,10 @@
-"""OffsetCommit (key 8), versions 2-8; flexible from v8.
+"""OffsetCommit (key 8), versions 2-9; flexible from v8.
 
 v2-4 carry ``retention_time_ms`` (removed in v5, retention is then a broker
 setting); v3 adds the response throttle time; v6 the ``committed_leader_epoch``
-of each partition; v7 ``group_instance_id`` (KIP-345).  Versions 0 and 1 (the
+of each partition; v7 ``group_instance_id`` (KIP-345); v9 (KIP-848) has the
+layout of v8 and carries the member epoch of a consumer-protocol member in
+``generation_id_or_member_epoch``.  Versions 0 and 1 (the
 ZooKeeper-era commits) are not spoken.
 """
 
@@ -14,7 +16,7 @@ OFFSET_COMMIT = Api(
     key=8,
     name="OffsetCommit",
     min_version=2,
-    max_version=8,
+    max_version=9,
     flexible_from=8,
     request=S(
         "OffsetCommitRequest",

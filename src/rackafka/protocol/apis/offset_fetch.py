@@ -1,10 +1,12 @@
-"""OffsetFetch (key 9), versions 1-8; flexible from v6.
+"""OffsetFetch (key 9), versions 1-9; flexible from v6.
 
 v2 lets the request's ``topics`` be null (every committed topic of the group)
 and adds a top-level ``error_code`` to the response (v2-7); v3 adds the
 throttle time; v5 the ``committed_leader_epoch`` of each partition; v7
 ``require_stable`` (KIP-447); v8 (KIP-709) fetches several groups at once:
-``groups`` replaces the group id, topics and top-level error of v1-7.
+``groups`` replaces the group id, topics and top-level error of v1-7; v9
+(KIP-848) adds each group's ``member_id`` and ``member_epoch`` (a consumer-protocol
+member's fetch is fenced by its epoch).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ OFFSET_FETCH = Api(
     key=9,
     name="OffsetFetch",
     min_version=1,
-    max_version=8,
+    max_version=9,
     flexible_from=6,
     request=S(
         "OffsetFetchRequest",
@@ -38,6 +40,8 @@ OFFSET_FETCH = Api(
                 S(
                     "OffsetFetchRequestGroup",
                     F("group_id", STRING, "8+"),
+                    F("member_id", STRING, "9+", nullable="9+", default=None),
+                    F("member_epoch", INT32, "9+", default=-1),
                     F(
                         "topics",
                         A(

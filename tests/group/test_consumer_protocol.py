@@ -1,0 +1,283 @@
+"""The KIP-848 consumer group protocol (group_protocol="consumer") against the embedded cluster.
+
+librdkafka's mock brokers speak ConsumerGroupHeartbeat v1 and assign with a range
+assignor of their own; they take the member's rack and ignore it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from rackafka import AIOKafkaConsumer, TopicPartition
+from rackafka.abc import ConsumerRebalanceListener
+from rackafka.errors import KafkaConfigurationError
+
+pytestmark = pytest.mark.fault_injection
+
+FENCED_MEMBER_EPOCH = 110
+UNKNOWN_MEMBER_ID = 25
+CONSUMER_GROUP_HEARTBEAT = 68
+
+
+def member(cluster, group: str, **kw) -> AIOKafkaConsumer:
+    kw.setdefault("auto_offset_reset", "earliest")
+    kw.setdefault("retry_backoff_ms", 50)
+    return AIOKafkaConsumer(
+        bootstrap_servers=cluster.bootstrap_servers,
+        group_id=group,
+        group_protocol="consumer",
+        **kw,
+    )
+
+
+@pytest.fixture
+def cluster(embedded_cluster):
+    embedded_cluster.set_consumer_group_timing(heartbeat_interval_ms=200, session_timeout_ms=6000)
+    return embedded_cluster
+
+
+async def wait_until(predicate, timeout: float, what: str) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+async def drain(consumer: AIOKafkaConsumer, sink: list, stop: asyncio.Event) -> None:
+    while not stop.is_set():
+        batch = await consumer.getmany(timeout_ms=100)
+        for tp, records in batch.items():
+            sink.extend((tp.partition, r.offset) for r in records)
+
+
+class Recorder(ConsumerRebalanceListener):
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, set[TopicPartition]]] = []
+
+    async def on_partitions_revoked(self, revoked):
+        self.calls.append(("revoked", set(revoked)))
+
+    async def on_partitions_assigned(self, assigned):
+        self.calls.append(("assigned", set(assigned)))
+
+
+async def test_one_member_gets_every_partition(cluster) -> None:
+    cluster.create_topic("cp-one", partitions=4, replication_factor=3)
+    cluster.produce("cp-one", 400, value_size=10, partition="spread")
+    c = member(cluster, "g-cp-one")
+    c.subscribe(["cp-one"])
+    await c.start()
+    try:
+        assert c.assignment() == {TopicPartition("cp-one", p) for p in range(4)}
+        seen: list = []
+        stop = asyncio.Event()
+        task = asyncio.ensure_future(drain(c, seen, stop))
+        await wait_until(lambda: len(seen) >= 400, 10, "all records")
+        stop.set()
+        await task
+        assert sorted(seen) == sorted(set(seen))
+        assert len(seen) == 400
+    finally:
+        await c.stop()
+
+
+async def test_three_members_read_every_record_once_as_members_join_and_leave(cluster) -> None:
+    c = cluster
+    c.create_topic("cp-flow", partitions=6, replication_factor=3)
+    c.produce("cp-flow", 3000, value_size=20, partition="spread", batch_size=4000)
+    produced = 3000
+    seen: list = []
+    stop = asyncio.Event()
+    members: dict[str, AIOKafkaConsumer] = {}
+    tasks: dict[str, asyncio.Future] = {}
+
+    async def join(name: str) -> None:
+        m = member(c, "g-cp-flow", client_rack=f"az-{name}")
+        m.subscribe(["cp-flow"])
+        await m.start()
+        members[name] = m
+        tasks[name] = asyncio.ensure_future(drain(m, seen, stop))
+
+    def sizes() -> list[int]:
+        return sorted(len(m.assignment()) for m in members.values())
+
+    try:
+        await join("a")
+        await wait_until(lambda: sizes() == [6], 10, "a owns all partitions")
+        await join("b")
+        await wait_until(lambda: sizes() == [3, 3], 15, "a and b share")
+        c.produce("cp-flow", 1500, value_size=20, partition="spread", batch_size=4000)
+        produced += 1500
+        await join("c")
+        await wait_until(lambda: sizes() == [2, 2, 2], 15, "three members share")
+        c.produce("cp-flow", 1500, value_size=20, partition="spread", batch_size=4000)
+        produced += 1500
+        # a leaves: the others take its partitions, from where it committed.
+        leaving = members.pop("a")
+        task = tasks.pop("a")
+        await wait_until(lambda: len(seen) >= 2000, 15, "reading before a leaves")
+        stop_a = asyncio.Event()
+        stop_a.set()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await leaving.stop()
+        await wait_until(lambda: sizes() == [3, 3], 15, "b and c share after a left")
+        c.produce("cp-flow", 1500, value_size=20, partition="spread", batch_size=4000)
+        produced += 1500
+        await wait_until(lambda: len(set(seen)) >= produced, 30, "every record")
+        await asyncio.sleep(0.5)
+    finally:
+        stop.set()
+        for t in tasks.values():
+            await t
+        for m in members.values():
+            await m.stop()
+    assert len(set(seen)) == produced
+    assert len(seen) == produced, "a record was read twice"
+    owners = [set(m.assignment()) for m in members.values()]
+    assert not owners[0] & owners[1]
+
+
+async def test_listener_hears_revocation_then_assignment_of_what_was_added(cluster) -> None:
+    cluster.create_topic("cp-listen", partitions=4, replication_factor=3)
+    rec_a, rec_b = Recorder(), Recorder()
+    a = member(cluster, "g-cp-listen")
+    a.subscribe(["cp-listen"], listener=rec_a)
+    await a.start()
+    b = member(cluster, "g-cp-listen")
+    try:
+        all4 = {TopicPartition("cp-listen", p) for p in range(4)}
+        assert rec_a.calls == [("assigned", all4)]
+        b.subscribe(["cp-listen"], listener=rec_b)
+        await b.start()
+        await wait_until(
+            lambda: len(a.assignment()) == 2 and len(b.assignment()) == 2, 15, "a and b share"
+        )
+        kept = set(a.assignment())
+        moved = all4 - kept
+        # a gives up what moved (it keeps reading the rest), then hears of an empty addition.
+        assert rec_a.calls == [("assigned", all4), ("revoked", moved), ("assigned", set())]
+        # b never had to give anything back.
+        assert ("assigned", moved) in rec_b.calls
+        assert all(kind == "assigned" for kind, _ in rec_b.calls)
+    finally:
+        await b.stop()
+        await a.stop()
+
+
+async def test_revoked_partitions_are_committed_before_they_move(cluster) -> None:
+    cluster.create_topic("cp-commit", partitions=2, replication_factor=3)
+    cluster.produce("cp-commit", 200, value_size=10, partition="spread")
+    a = member(cluster, "g-cp-commit", auto_commit_interval_ms=600000)
+    a.subscribe(["cp-commit"])
+    await a.start()
+    b = member(cluster, "g-cp-commit", auto_commit_interval_ms=600000)
+    try:
+        seen: list = []
+        while len(seen) < 200:
+            for records in (await a.getmany(timeout_ms=200)).values():
+                seen.extend(records)
+        b.subscribe(["cp-commit"])
+        await b.start()
+        await wait_until(lambda: len(b.assignment()) == 1, 15, "b takes a partition")
+        (tp,) = b.assignment()
+        # Committed by a on revocation (the interval is far away), with its member epoch.
+        assert (await b.committed(tp)) == 100
+        assert await b.getmany(timeout_ms=300) == {}
+    finally:
+        await b.stop()
+        await a.stop()
+
+
+class LostRecorder(Recorder):
+    async def on_partitions_lost(self, lost):
+        self.calls.append(("lost", set(lost)))
+
+
+@pytest.mark.parametrize("error", [FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID])
+async def test_a_fenced_member_loses_its_partitions_and_joins_again(cluster, error, caplog) -> None:
+    topic = f"cp-fence-{error}"
+    cluster.create_topic(topic, partitions=3, replication_factor=3)
+    cluster.produce(topic, 300, value_size=10, partition="spread")
+    rec = LostRecorder()
+    c = member(cluster, f"g-{topic}")
+    c.subscribe([topic], listener=rec)
+    await c.start()
+    try:
+        all3 = {TopicPartition(topic, p) for p in range(3)}
+        first_id = c._coordinator.member_id
+        cluster.push_request_errors(CONSUMER_GROUP_HEARTBEAT, error)
+        with caplog.at_level(logging.INFO, logger="rackafka.group"):
+            await wait_until(lambda: any(k == "lost" for k, _ in rec.calls), 10, "lost")
+            await wait_until(lambda: rec.calls[-1] == ("assigned", all3), 10, "assigned again")
+        assert rec.calls == [("assigned", all3), ("lost", all3), ("assigned", all3)]
+        assert c._coordinator.member_id == first_id  # the same member id, epoch 0
+        assert "fenced" in caplog.text
+        # Reading and committing work after the new join.
+        got = 0
+        while got < 300:
+            got += sum(len(r) for r in (await c.getmany(timeout_ms=200)).values())
+        await c.commit()
+        assert await c.committed(TopicPartition(topic, 0)) == 100
+    finally:
+        await c.stop()
+
+
+async def test_a_commit_with_a_stale_epoch_is_retried(cluster) -> None:
+    cluster.create_topic("cp-stale", partitions=1, replication_factor=3)
+    cluster.produce("cp-stale", 10, value_size=10)
+    c = member(cluster, "g-cp-stale", enable_auto_commit=False)
+    c.subscribe(["cp-stale"])
+    await c.start()
+    try:
+        tp = TopicPartition("cp-stale", 0)
+        await c.getmany(tp, timeout_ms=2000)
+        cluster.push_request_errors("OffsetCommit", 113, 113)
+        await c.commit({tp: 7})
+        assert await c.committed(tp) == 7
+    finally:
+        await c.stop()
+
+
+async def test_brokers_without_the_protocol_are_a_clear_error(cluster) -> None:
+    cluster.create_topic("cp-old", partitions=1, replication_factor=3)
+    cluster.cap_api_version(CONSUMER_GROUP_HEARTBEAT, -1, -1)
+    c = member(cluster, "g-cp-old")
+    c.subscribe(["cp-old"])
+    try:
+        with pytest.raises(Exception, match="KIP-848") as info:
+            await asyncio.wait_for(c.start(), 20)
+        assert "group_protocol='classic'" in str(info.value)
+    finally:
+        await c.stop()
+        cluster.restore_api_version(CONSUMER_GROUP_HEARTBEAT)
+
+
+@pytest.mark.parametrize(
+    ("kw", "name"),
+    [
+        ({"session_timeout_ms": 30000}, "session_timeout_ms"),
+        ({"heartbeat_interval_ms": 1000}, "heartbeat_interval_ms"),
+        ({"partition_assignment_strategy": ["range"]}, "partition_assignment_strategy"),
+    ],
+)
+def test_classic_settings_are_refused_with_the_consumer_protocol(kw, name) -> None:
+    with pytest.raises(KafkaConfigurationError, match=name):
+        AIOKafkaConsumer(group_id="g", group_protocol="consumer", **kw)
+    AIOKafkaConsumer(group_id="g", group_protocol="classic", **kw)  # fine with classic
+
+
+def test_group_protocol_values() -> None:
+    AIOKafkaConsumer(group_id="g", group_protocol="CONSUMER")  # any case, as Java
+    AIOKafkaConsumer(group_id="g", group_protocol="consumer", group_remote_assignor="uniform")
+    with pytest.raises(KafkaConfigurationError, match="group_protocol"):
+        AIOKafkaConsumer(group_id="g", group_protocol="kip848")
+    with pytest.raises(KafkaConfigurationError, match="group_remote_assignor"):
+        AIOKafkaConsumer(group_id="g", group_remote_assignor="uniform")
+    with pytest.raises(KafkaConfigurationError, match="group_remote_assignor"):
+        AIOKafkaConsumer(group_id="g", group_protocol="consumer", group_remote_assignor="")
