@@ -18,6 +18,11 @@ Then comes a 3-rack consumer group reading only from its own racks:
    ``partition_assignment_strategy`` (``--strategy``: ``cooperative-sticky`` by default,
    ``range`` or ``sticky``). The assignor gives each member only partitions that have a
    replica in its rack (KIP-881), and each member then reads them there (KIP-392).
+4. the same group with the KIP-848 protocol (``group_protocol="consumer"``): the group
+   coordinator assigns, with an assignor that does not use racks, so some members own
+   partitions with no replica in their rack and read those across racks; the demo shows
+   both side by side (``--group-protocol``: ``both`` by default, ``classic`` or
+   ``consumer``).
 
 The embedded brokers (librdkafka's mock brokers) have no replica selector of their own;
 the cluster runs with ``replica_selector="rack-aware"``: a protocol-aware front answers
@@ -34,7 +39,7 @@ group it prints each member's rack, partitions, bytes from its own rack and from
 and records, and checks that every record reached exactly one member once. It exits with
 status 1 when a record is missing or duplicated, when the ``client_rack`` run or a group
 member read anything from another rack, or when a member owned a partition with no replica
-in its rack.
+in its rack (with the classic protocol; with KIP-848 that is shown, not a failure).
 
 Run ``python examples/demo.py --help`` for the options.
 """
@@ -50,6 +55,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from rackafka import AIOKafkaConsumer, ConsumerRebalanceListener, ConsumerRecord, TopicPartition
 from rackafka.group.assignors import (
@@ -87,6 +93,8 @@ GROUP_REPLICATION = 2
 # The rack-aware assignors (KIP-881); roundrobin is not one.
 GROUP_STRATEGIES = ("range", "sticky", "cooperative-sticky")
 DEFAULT_STRATEGY = "cooperative-sticky"
+#: The group protocols of ``--group-protocol``; "both" runs the group part with each.
+GROUP_PROTOCOLS = ("classic", "consumer")
 # The group has settled when every partition has one owner, every member owns some, and no
 # member's assignment has changed for this long.
 SETTLE_SECONDS = 1.0
@@ -213,6 +221,10 @@ class GroupResult:
         total: all members' records checked together: each acknowledged record must
             have reached exactly one member, once.
         stable: no member's assignment changed while the records were read.
+        group_protocol: ``"classic"`` (the members assign, rack-aware) or ``"consumer"``
+            (KIP-848: the coordinator assigns, without racks). With ``"consumer"`` a member
+            may own partitions with no replica in its rack, and read them across racks:
+            that is shown, not counted as a failure.
     """
 
     strategy: str
@@ -223,6 +235,16 @@ class GroupResult:
     members: list[MemberResult]
     total: RunResult
     stable: bool = True
+    group_protocol: str = "classic"
+
+    @property
+    def label(self) -> str:
+        return GROUP_LABEL if self.group_protocol == "classic" else f"{GROUP_LABEL} (KIP-848)"
+
+    @property
+    def aligned(self) -> int:
+        """Partitions owned by a member with a replica of them in its rack."""
+        return sum(m.aligned for m in self.members)
 
     @property
     def total_bytes(self) -> int:
@@ -248,15 +270,16 @@ class GroupResult:
             problems.append(
                 f"{GROUP_LABEL}: partitions without an owner {unowned}, with several {shared}"
             )
+        rack_aware = self.group_protocol == "classic"
         for m in self.members:
             if not m.partitions:
                 problems.append(f"{GROUP_LABEL}: the member in {m.client_rack} owned nothing")
-            elif m.aligned != len(m.partitions):
+            elif rack_aware and m.aligned != len(m.partitions):
                 problems.append(
                     f"{GROUP_LABEL}: the member in {m.client_rack} owned "
                     f"{len(m.partitions) - m.aligned} partitions with no replica in its rack"
                 )
-            if m.cross_rack_bytes:
+            if rack_aware and m.cross_rack_bytes:
                 problems.append(
                     f"{GROUP_LABEL}: {m.cross_rack_bytes:,} bytes came from other racks than "
                     f"{m.client_rack} to the member there"
@@ -279,7 +302,9 @@ class DemoReport:
         brokers: broker id -> rack.
         leaders_by_rack: rack -> number of partitions its broker leads.
         runs: the consumer runs, without and with ``client_rack``.
-        group: the 3-rack consumer group (None when it was not run).
+        group: the 3-rack consumer group with the classic protocol and rack-aware
+            assignment (None when it was not run).
+        kip848_group: the same group with the KIP-848 protocol (None when not run).
     """
 
     records: int
@@ -289,6 +314,7 @@ class DemoReport:
     leaders_by_rack: dict[str | None, int]
     runs: list[RunResult]
     group: GroupResult | None = None
+    kip848_group: GroupResult | None = None
 
     def failures(self) -> list[str]:
         """Why the demo failed; empty when every check passed."""
@@ -303,8 +329,9 @@ class DemoReport:
                 )
             if run.client_rack is not None and run.total_bytes == 0:
                 problems.append(f"{run.label}: no record bytes were counted at all")
-        if self.group is not None:
-            problems += self.group.failures()
+        for group in (self.group, self.kip848_group):
+            if group is not None:
+                problems += group.failures()
         return problems
 
     @property
@@ -502,6 +529,7 @@ async def run_group_demo(
     partitions: int = GROUP_PARTITIONS,
     *,
     strategy: str = DEFAULT_STRATEGY,
+    group_protocol: str = "classic",
     echo: Callable[[str], None] | None = None,
     timeout: float = 30.0,
     quiet_ms: int = 300,
@@ -520,7 +548,10 @@ async def run_group_demo(
             (``demo-group-events`` must not exist yet).
         records: records to produce (of 100 bytes each).
         partitions: partitions of the group's topic.
-        strategy: the members' ``partition_assignment_strategy``.
+        strategy: the members' ``partition_assignment_strategy`` (classic protocol).
+        group_protocol: ``"classic"``, or ``"consumer"`` for KIP-848: the coordinator
+            assigns (the embedded brokers' range assignor, which ignores racks), the topic
+            and group names get a ``-kip848`` suffix.
         echo: called with progress lines (default: silent).
         timeout: give up waiting for the group to settle, and for the records, after
             this many seconds each.
@@ -529,17 +560,32 @@ async def run_group_demo(
     say = echo or (lambda _line: None)
     if cluster.replica_selector != "rack-aware":
         raise ValueError("the group demo needs EmbeddedCluster(replica_selector='rack-aware')")
-    cluster.set_group_initial_rebalance_delay(INITIAL_REBALANCE_DELAY_MS)
-    infos = cluster.create_topic(
-        GROUP_TOPIC, partitions=partitions, replication_factor=GROUP_REPLICATION
-    )
+    if group_protocol not in GROUP_PROTOCOLS:
+        raise ValueError(f"group_protocol must be one of {GROUP_PROTOCOLS}, got {group_protocol!r}")
+    kip848 = group_protocol == "consumer"
+    topic = GROUP_TOPIC + ("-kip848" if kip848 else "")
+    group_id = GROUP_ID + ("-kip848" if kip848 else "")
+    if kip848:
+        # The coordinator's heartbeat interval: members acknowledge and pick up moves quickly.
+        cluster.set_consumer_group_timing(heartbeat_interval_ms=200)
+        membership: dict[str, Any] = {"group_protocol": "consumer"}
+    else:
+        cluster.set_group_initial_rebalance_delay(INITIAL_REBALANCE_DELAY_MS)
+        # Short heartbeats and session: a member that joins late is noticed at once,
+        # and the embedded coordinator waits (session timeout - 1 s) for the others.
+        membership = {
+            "partition_assignment_strategy": strategy,
+            "heartbeat_interval_ms": 200,
+            "session_timeout_ms": 3000,
+        }
+    infos = cluster.create_topic(topic, partitions=partitions, replication_factor=GROUP_REPLICATION)
     broker_racks = {b.node_id: b.rack for b in cluster.brokers.values()}
     replica_racks = {
         i.partition: tuple(sorted({r for b in i.replicas if (r := broker_racks.get(b))}))
         for i in infos
     }
     say(
-        f"topic     {GROUP_TOPIC}: {partitions} partitions, replication factor "
+        f"topic     {topic}: {partitions} partitions, replication factor "
         f"{GROUP_REPLICATION} (replicas in 2 of the 3 racks)"
     )
     watches = [_AssignmentWatch() for _rack in RACKS]
@@ -547,22 +593,22 @@ async def run_group_demo(
         AIOKafkaConsumer(
             bootstrap_servers=cluster.bootstrap_servers,
             client_id=f"rackafka-demo-group-{rack}",
-            group_id=GROUP_ID,
+            group_id=group_id,
             client_rack=rack,
-            partition_assignment_strategy=strategy,
             auto_offset_reset="earliest",
-            # Short heartbeats and session: a member that joins late is noticed at once,
-            # and the embedded coordinator waits (session timeout - 1 s) for the others.
-            heartbeat_interval_ms=200,
-            session_timeout_ms=3000,
+            **membership,
         )
         for rack in RACKS
     ]
     for member, watch in zip(members, watches):
-        member.subscribe([GROUP_TOPIC], listener=watch)
+        member.subscribe([topic], listener=watch)
     say(
-        f"group     {GROUP_ID}: one consumer per rack (client_rack {', '.join(RACKS)}),\n"
-        f'          partition_assignment_strategy="{strategy}" ...'
+        f"group     {group_id}: one consumer per rack (client_rack {', '.join(RACKS)}),\n"
+        + (
+            '          group_protocol="consumer" (KIP-848: the coordinator assigns) ...'
+            if kip848
+            else f'          partition_assignment_strategy="{strategy}" ...'
+        )
     )
     started = time.monotonic()
     await asyncio.gather(*(m.start() for m in members))
@@ -581,17 +627,28 @@ async def run_group_demo(
         settle_seconds = max(0.0, max(w.last_change for w in watches) - started)
         owned = [sorted(tp.partition for tp in m.assignment()) for m in members]
         unaware = _rack_unaware_misplaced(strategy, infos, broker_racks)
-        say(
-            f"assigned  in {settle_seconds:.1f} s (without racks, {strategy} would give {unaware} "
-            f"of the {partitions} partitions\n          to a member with no replica in its rack)"
-        )
+        if kip848:
+            aligned = sum(
+                1 for rack, ps in zip(RACKS, owned) for p in ps if rack in replica_racks[p]
+            )
+            say(
+                f"assigned  in {settle_seconds:.1f} s by the coordinator: {aligned} of the "
+                f"{partitions} partitions went to a member\n          with a replica in its "
+                "rack (its assignor does not use racks)"
+            )
+        else:
+            say(
+                f"assigned  in {settle_seconds:.1f} s (without racks, {strategy} would give "
+                f"{unaware} of the {partitions} partitions\n          to a member with no "
+                "replica in its rack)"
+            )
         say(
             "selector  each leader names the replica in the rack of the member that fetches "
             "(RackAwareReplicaSelector)"
         )
         changes = [w.changes for w in watches]
         produced = await cluster.aproduce(
-            GROUP_TOPIC, records, value_size=VALUE_SIZE, partition="spread", batch_size=BATCH_BYTES
+            topic, records, value_size=VALUE_SIZE, partition="spread", batch_size=BATCH_BYTES
         )
         expected = {
             p: (produced.first_offsets[p], produced.last_offsets[p]) for p in produced.counts
@@ -634,7 +691,7 @@ async def run_group_demo(
     finally:
         await asyncio.gather(*(m.stop() for m in members))
 
-    total = RunResult(GROUP_LABEL, None, "", produced.count)
+    total = RunResult(GROUP_LABEL + (" (KIP-848)" if kip848 else ""), None, "", produced.count)
     _tally(
         total,
         partitions,
@@ -656,7 +713,8 @@ async def run_group_demo(
         for rack, ps, st, offs in zip(RACKS, owned, stats, offsets)
     ]
     return GroupResult(
-        strategy=strategy,
+        group_protocol=group_protocol,
+        strategy=strategy if not kip848 else "",
         partitions=partitions,
         replica_racks=replica_racks,
         settle_seconds=settle_seconds,
@@ -689,6 +747,7 @@ async def run_demo(
     group: bool = True,
     group_partitions: int = GROUP_PARTITIONS,
     strategy: str = DEFAULT_STRATEGY,
+    group_protocol: str = "both",
     echo: Callable[[str], None] | None = None,
 ) -> DemoReport:
     """Start the cluster, produce, consume twice, then as a group, and return the results.
@@ -700,6 +759,8 @@ async def run_demo(
         group: also run the 3-rack consumer group (:func:`run_group_demo`).
         group_partitions: partitions of the group's topic (replication factor 2).
         strategy: the group members' ``partition_assignment_strategy``.
+        group_protocol: the group part's protocol: ``"classic"`` (rack-aware assignors),
+            ``"consumer"`` (KIP-848), or ``"both"``, one after the other.
         echo: called with progress lines (default: silent).
 
     Raises:
@@ -712,6 +773,10 @@ async def run_demo(
         raise ValueError(
             f"strategy must be one of {', '.join(GROUP_STRATEGIES)} (the rack-aware "
             f"assignors), got {strategy!r}"
+        )
+    if group_protocol not in (*GROUP_PROTOCOLS, "both"):
+        raise ValueError(
+            f"group_protocol must be classic, consumer or both, got {group_protocol!r}"
         )
     if records < 1:
         raise ValueError(f"--records must be >= 1, got {records}")
@@ -768,11 +833,16 @@ async def run_demo(
                 home_rack=client_rack,
             )
         )  # fmt: skip
-        group_result = None
-        if group:
+        group_result = kip848_result = None
+        if group and group_protocol in ("classic", "both"):
             say("")
             group_result = await run_group_demo(
                 cluster, records, group_partitions, strategy=strategy, echo=say
+            )
+        if group and group_protocol in ("consumer", "both"):
+            say("")
+            kip848_result = await run_group_demo(
+                cluster, records, group_partitions, group_protocol="consumer", echo=say
             )
 
     return DemoReport(
@@ -783,6 +853,7 @@ async def run_demo(
         leaders_by_rack=dict(leaders),
         runs=runs,
         group=group_result,
+        kip848_group=kip848_result,
     )
 
 
@@ -843,8 +914,12 @@ def format_report(report: DemoReport) -> str:
             f"   no records and the name of the replica in {home})"
         )
     out.append("")
-    if report.group is not None:
-        out += _format_group(report.group)
+    for group in (report.group, report.kip848_group):
+        if group is not None:
+            out += _format_group(group)
+            out.append("")
+    if report.group is not None and report.kip848_group is not None:
+        out += _compare_groups(report.group, report.kip848_group)
         out.append("")
     failures = report.failures()
     if failures:
@@ -856,13 +931,42 @@ def format_report(report: DemoReport) -> str:
             f"client_rack the\n    record bytes read across racks went from {_mb(before)} to "
             f"{_mb(with_rack[0].cross_rack_bytes if with_rack else 0)}."
         )
-        if report.group is not None:
-            total = report.group.total
-            out.append(
-                f"OK: {GROUP_LABEL}: all {total.expected:,} records arrived exactly once across "
-                f"the group;\n    cross-rack bytes: {_mb(report.group.cross_rack_bytes)}."
-            )
+        for group in (report.group, report.kip848_group):
+            if group is not None:
+                total = group.total
+                out.append(
+                    f"OK: {group.label}: all {total.expected:,} records arrived exactly once "
+                    f"across the group;\n    cross-rack bytes: {_mb(group.cross_rack_bytes)}."
+                )
     return "\n".join(out)
+
+
+def _compare_groups(classic: GroupResult, kip848: GroupResult) -> list[str]:
+    """The two protocols side by side: where the partitions went, what crossed racks."""
+    rows = [
+        ("group protocol", "partitions in a rack with a replica", "cross-rack bytes"),
+        (
+            f'classic, "{classic.strategy}" (KIP-881)',
+            f"{classic.aligned} of {classic.partitions}",
+            _mb(classic.cross_rack_bytes),
+        ),
+        (
+            "consumer (KIP-848, server assignor)",
+            f"{kip848.aligned} of {kip848.partitions}",
+            _mb(kip848.cross_rack_bytes),
+        ),
+    ]
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    return [
+        "The group part with each protocol (replication factor 2: a member that owns a partition",
+        "with no replica in its rack reads it from another rack):",
+        lines[0],
+        "  ".join("-" * w for w in widths),
+        *lines[1:],
+        "Kafka's server-side assignors do not use the members' racks (KIP-848 sends them);",
+        "rack-aware placement needs the classic protocol with rackafka's assignors.",
+    ]
 
 
 def _format_group(group: GroupResult) -> list[str]:
@@ -896,8 +1000,13 @@ def _format_group(group: GroupResult) -> list[str]:
         return "  ".join(left + right).rstrip()
 
     rule = "  ".join("-" * w for w in widths)
+    how = (
+        f'group_id="{GROUP_ID}", partition_assignment_strategy="{group.strategy}"'
+        if group.group_protocol == "classic"
+        else f'group_id="{GROUP_ID}-kip848", group_protocol="consumer"'
+    )
     out = [
-        f'{GROUP_LABEL} (group_id="{GROUP_ID}", partition_assignment_strategy="{group.strategy}"):',
+        f"{group.label} ({how}):",
         line(header),
         rule,
         *(line(r) for r in rows[:-1]),
@@ -905,11 +1014,15 @@ def _format_group(group: GroupResult) -> list[str]:
         line(rows[-1]),
         "",
     ]
-    aligned = sum(m.aligned for m in group.members)
+    aligned = group.aligned
     total = group.total
     out.append(
         f"  partitions owned in a rack with a replica  {aligned} of {owned} "
-        f"(with no racks: {group.partitions - group.unaware_misplaced} of {group.partitions})"
+        + (
+            f"(with no racks: {group.partitions - group.unaware_misplaced} of {group.partitions})"
+            if group.group_protocol == "classic"
+            else "(assigned by the coordinator, without racks)"
+        )
     )
     out.append(
         f"  exactly once across the group            "
@@ -952,6 +1065,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=DEFAULT_STRATEGY,
         help=f"the group's partition_assignment_strategy (default: {DEFAULT_STRATEGY})",
     )
+    parser.add_argument(
+        "--group-protocol",
+        choices=(*GROUP_PROTOCOLS, "both"),
+        default="both",
+        help=(
+            "the group part's protocol: classic (rack-aware assignors, KIP-881), consumer "
+            "(KIP-848, the coordinator assigns), or both side by side (default: both)"
+        ),
+    )
     parser.add_argument("--no-group", action="store_true", help="skip the consumer group part")
     parser.add_argument(
         "--show-routing",
@@ -984,6 +1106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 group=not args.no_group,
                 group_partitions=args.group_partitions,
                 strategy=args.strategy,
+                group_protocol=args.group_protocol,
                 echo=lambda s: print(s, flush=True),
             )
         )

@@ -66,7 +66,9 @@ def test_main_prints_exactly_once_and_all_bytes_from_own_rack(
 
     # The group part: one row per member (rack, partitions, own rack, other racks, records),
     # then the group's row.
-    table = out[out.index('3-rack group (group_id="demo-group"') :]
+    table = out[
+        out.index('3-rack group (group_id="demo-group"') : out.index("3-rack group (KIP-848)")
+    ]
     members = {line.split()[0]: line for line in table.splitlines() if line.startswith(RACKS)}
     assert set(members) == set(RACKS), out
     owned: list[int] = []
@@ -257,3 +259,31 @@ async def test_a_rack_unaware_assignment_fails_the_group_checks(
     for rack in RACKS:
         assert any(f"the member in {rack} owned" in f for f in failures), failures
         assert any(f"other racks than {rack}" in f for f in failures), failures
+
+
+def test_kip848_group_reads_exactly_once_and_shows_what_crossed_racks(report: Any) -> None:
+    group = report.kip848_group
+    assert group is not None and group.group_protocol == "consumer"
+    total = group.total
+    assert total.exactly_once and total.received == RECORDS
+    owned = sorted(p for m in group.members for p in m.partitions)
+    assert owned == list(range(group.partitions))
+    assert all(m.partitions for m in group.members)
+    for m in group.members:
+        misplaced = [p for p in m.partitions if m.client_rack not in group.replica_racks[p]]
+        assert m.aligned == len(m.partitions) - len(misplaced)
+        # KIP-392 still keeps a member in its rack for every partition with a replica there;
+        # only the partitions the coordinator gave it with none there cross racks.
+        assert (m.cross_rack_bytes > 0) == bool(misplaced), m
+    assert group.failures() == []  # misplacement is shown, not a failure, with KIP-848
+    out = demo.format_report(report)
+    assert '3-rack group (KIP-848) (group_id="demo-group-kip848", group_protocol="consumer")' in out
+    compare = out[out.index("The group part with each protocol") :]
+    assert f"{report.group.aligned} of {report.group.partitions}" in compare
+    assert f"{group.aligned} of {group.partitions}" in compare
+    assert "OK: 3-rack group (KIP-848): all" in out
+
+
+def test_demo_refuses_an_unknown_group_protocol() -> None:
+    with pytest.raises(ValueError, match="group_protocol"):
+        asyncio.run(demo.run_demo(100, 3, group_protocol="kip848"))

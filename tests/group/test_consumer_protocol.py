@@ -281,3 +281,210 @@ def test_group_protocol_values() -> None:
         AIOKafkaConsumer(group_id="g", group_remote_assignor="uniform")
     with pytest.raises(KafkaConfigurationError, match="group_remote_assignor"):
         AIOKafkaConsumer(group_id="g", group_protocol="consumer", group_remote_assignor="")
+
+
+async def test_the_rack_goes_in_the_heartbeat_auto_included(
+    embedded_cluster_factory, monkeypatch
+) -> None:
+    cluster = embedded_cluster_factory(
+        brokers=3, racks=("az-a", "az-b", "az-c"), replica_selector="rack-aware"
+    )
+    cluster.set_consumer_group_timing(heartbeat_interval_ms=200)
+    cluster.create_topic("cp-rack", partitions=3, replication_factor=3)
+    cluster.produce("cp-rack", 300, value_size=10, partition="spread")
+    monkeypatch.setenv("RACKAFKA_CLIENT_RACK", "az-b")
+    a = member(cluster, "g-cp-rack", client_rack="az-c")
+    b = member(cluster, "g-cp-rack", client_rack="auto")
+    a.subscribe(["cp-rack"])
+    b.subscribe(["cp-rack"])
+    await a.start()
+    await b.start()
+    try:
+        racks = cluster.front.stats.member_racks
+        assert racks[a._coordinator.member_id] == "az-c"
+        assert racks[b._coordinator.member_id] == "az-b"
+        await wait_until(
+            lambda: len(a.assignment()) + len(b.assignment()) == 3
+            and a.assignment()
+            and b.assignment(),
+            15,
+            "a and b share",
+        )
+        got = 0
+        while got < 300:
+            for c in (a, b):
+                got += sum(len(r) for r in (await c.getmany(timeout_ms=100)).values())
+        # Whatever the coordinator assigned, each member read from its own rack (KIP-392).
+        brokers = {bid: info.rack for bid, info in cluster.brokers.items()}
+        assert cluster.front.stats.cross_rack_bytes(brokers) == 0
+    finally:
+        await b.stop()
+        await a.stop()
+
+
+async def test_a_static_member_keeps_its_partitions_across_a_restart(cluster) -> None:
+    cluster.create_topic("cp-static", partitions=4, replication_factor=3)
+    a = member(cluster, "g-cp-static", group_instance_id="host-a")
+    a.subscribe(["cp-static"])
+    await a.start()
+    b = member(cluster, "g-cp-static")
+    b.subscribe(["cp-static"])
+    await b.start()
+    try:
+        await wait_until(
+            lambda: len(a.assignment()) == 2 and len(b.assignment()) == 2, 15, "a and b share"
+        )
+        a_parts, b_parts = set(a.assignment()), set(b.assignment())
+        await a.stop()  # epoch -2: its place is kept
+        await asyncio.sleep(1.0)  # five heartbeats of b
+        await b.getmany(timeout_ms=10)
+        assert set(b.assignment()) == b_parts, "b was given the static member's partitions"
+        a = member(cluster, "g-cp-static", group_instance_id="host-a")
+        a.subscribe(["cp-static"])
+        await a.start()
+        await wait_until(lambda: set(a.assignment()) == a_parts, 15, "a back with its partitions")
+        assert set(b.assignment()) == b_parts
+    finally:
+        await b.stop()
+        await a.stop()
+
+
+async def test_a_dynamic_member_that_stops_hands_its_partitions_over(cluster) -> None:
+    cluster.create_topic("cp-dyn", partitions=4, replication_factor=3)
+    a = member(cluster, "g-cp-dyn")
+    b = member(cluster, "g-cp-dyn")
+    for c in (a, b):
+        c.subscribe(["cp-dyn"])
+        await c.start()
+    try:
+        await wait_until(
+            lambda: len(a.assignment()) == 2 and len(b.assignment()) == 2, 15, "a and b share"
+        )
+        await a.stop()  # epoch -1: the group rebalances at once, not after a session
+        await wait_until(lambda: len(b.assignment()) == 4, 5, "b takes everything")
+    finally:
+        await b.stop()
+        await a.stop()
+
+
+async def test_unsubscribe_leaves_and_subscribe_joins_again(cluster) -> None:
+    cluster.create_topic("cp-unsub", partitions=2, replication_factor=3)
+    cluster.create_topic("cp-unsub-2", partitions=2, replication_factor=3)
+    rec = Recorder()
+    a = member(cluster, "g-cp-unsub")
+    b = member(cluster, "g-cp-unsub")
+    a.subscribe(["cp-unsub"], listener=rec)
+    b.subscribe(["cp-unsub"])
+    await a.start()
+    await b.start()
+    try:
+        await wait_until(
+            lambda: len(a.assignment()) == 1 and len(b.assignment()) == 1, 15, "a and b share"
+        )
+        owned = set(a.assignment())
+        a.unsubscribe()
+        await a.getmany(timeout_ms=10)
+        assert ("revoked", owned) in rec.calls
+        assert a.assignment() == set()
+        await wait_until(lambda: len(b.assignment()) == 2, 5, "b takes a's partition")
+        # A new subscription: the same member id joins again.
+        a.subscribe(["cp-unsub", "cp-unsub-2"])
+        await wait_until(
+            lambda: {tp.topic for tp in a.assignment()} == {"cp-unsub", "cp-unsub-2"}
+            or {tp.topic for tp in a.assignment()} == {"cp-unsub-2"},
+            15,
+            "a subscribed again",
+        )
+        await wait_until(
+            lambda: len(a.assignment()) + len(b.assignment()) == 4, 15, "all four owned"
+        )
+        assert not set(a.assignment()) & set(b.assignment())
+    finally:
+        await b.stop()
+        await a.stop()
+
+
+async def test_a_subscription_change_is_sent_without_rejoining(cluster) -> None:
+    cluster.create_topic("cp-change-1", partitions=2, replication_factor=3)
+    cluster.create_topic("cp-change-2", partitions=2, replication_factor=3)
+    rec = Recorder()
+    a = member(cluster, "g-cp-change")
+    a.subscribe(["cp-change-1"], listener=rec)
+    await a.start()
+    try:
+        epoch_id = a._coordinator.member_id
+        a.subscribe(["cp-change-1", "cp-change-2"], listener=rec)
+        await wait_until(lambda: len(a.assignment()) == 4, 10, "both topics")
+        added = {TopicPartition("cp-change-2", p) for p in range(2)}
+        assert rec.calls[-1] == ("assigned", added)
+        assert not any(kind == "revoked" for kind, _ in rec.calls)
+        assert a._coordinator.member_id == epoch_id
+    finally:
+        await a.stop()
+
+
+async def test_pattern_subscription_picks_up_a_new_topic(cluster) -> None:
+    cluster.create_topic("cpp-one", partitions=2, replication_factor=3)
+    a = member(cluster, "g-cp-pattern", metadata_max_age_ms=500)
+    a.subscribe(pattern="^cpp-.*")
+    await a.start()
+    try:
+        assert {tp.topic for tp in a.assignment()} == {"cpp-one"}
+        cluster.create_topic("cpp-two", partitions=2, replication_factor=3)
+        await wait_until(lambda: len(a.assignment()) == 4, 15, "the new topic assigned")
+    finally:
+        await a.stop()
+
+
+async def test_a_member_that_stops_polling_leaves_and_comes_back(cluster) -> None:
+    cluster.create_topic("cp-poll", partitions=2, replication_factor=3)
+    rec = LostRecorder()
+    a = member(cluster, "g-cp-poll", max_poll_interval_ms=1500)
+    b = member(cluster, "g-cp-poll")
+    a.subscribe(["cp-poll"], listener=rec)
+    b.subscribe(["cp-poll"])
+    await a.start()
+    await b.start()
+    stop = asyncio.Event()
+    keep_b = asyncio.ensure_future(drain(b, [], stop))
+    try:
+        await wait_until(
+            lambda: len(a.assignment()) == 1 and len(b.assignment()) == 1, 15, "a and b share"
+        )
+        owned = set(a.assignment())
+        # a does not poll: after max_poll_interval_ms it leaves, b takes over.
+        await wait_until(lambda: len(b.assignment()) == 2, 10, "b takes a's partition")
+        assert ("lost", owned) in rec.calls
+        await a.getmany(timeout_ms=10)  # polling again joins again
+        await wait_until(
+            lambda: len(a.assignment()) == 1 and len(b.assignment()) == 1, 15, "shared again"
+        )
+    finally:
+        stop.set()
+        await keep_b
+        await b.stop()
+        await a.stop()
+
+
+async def test_a_pattern_that_stops_matching_gives_everything_back(cluster) -> None:
+    cluster.create_topic("cpe-one", partitions=2, replication_factor=3)
+    rec = Recorder()
+    a = member(cluster, "g-cp-empty")
+    b = member(cluster, "g-cp-empty")
+    a.subscribe(pattern="^cpe-.*", listener=rec)
+    b.subscribe(["cpe-one"])
+    await a.start()
+    await b.start()
+    try:
+        await wait_until(
+            lambda: len(a.assignment()) == 1 and len(b.assignment()) == 1, 15, "a and b share"
+        )
+        owned = set(a.assignment())
+        a.subscribe(pattern="^nothing-matches-.*", listener=rec)
+        await wait_until(lambda: len(b.assignment()) == 2, 15, "b takes everything")
+        await a.getmany(timeout_ms=10)
+        assert a.assignment() == set()
+        assert ("revoked", owned) in rec.calls
+    finally:
+        await b.stop()
+        await a.stop()

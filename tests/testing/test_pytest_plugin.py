@@ -129,7 +129,7 @@ COMPOSE_FILE = Path(__file__).resolve().parents[2] / "docker-compose.yml"
 def test_compose_file_settings() -> None:
     """Line-level checks that need no YAML parser."""
     text = COMPOSE_FILE.read_text()
-    assert "image: apache/kafka:3.9.1" in text
+    assert "image: apache/kafka:4.1.0" in text  # KIP-848 is GA from 4.0
     for node, rack, port in ((1, "az-a", 19092), (2, "az-b", 29092), (3, "az-c", 39092)):
         service = text.split(f"  kafka-{node}:\n", 1)[1].split("\n\n", 1)[0]
         assert f'KAFKA_NODE_ID: "{node}"' in service
@@ -143,6 +143,7 @@ def test_compose_file_settings() -> None:
         'KAFKA_DEFAULT_REPLICATION_FACTOR: "3"',
         'KAFKA_MIN_INSYNC_REPLICAS: "2"',
         'KAFKA_AUTO_CREATE_TOPICS_ENABLE: "true"',
+        'KAFKA_GROUP_COORDINATOR_REBALANCE_PROTOCOLS: "classic,consumer"',
     ):
         assert line in text
 

@@ -182,6 +182,13 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
         rebalance_timeout_ms: group liveness, as in aiokafka (the rebalance
             timeout defaults to ``max_poll_interval_ms``).  Without
             ``group_id`` they are checked, then ignored.
+        group_protocol: ``"classic"`` (default) or ``"consumer"``: the KIP-848 group
+            protocol of Kafka 4.0, where the coordinator assigns and members reconcile
+            incrementally (Java's ``group.protocol``; see :doc:`groups`).  With
+            ``"consumer"``, ``partition_assignment_strategy``, ``session_timeout_ms`` and
+            ``heartbeat_interval_ms`` are refused.
+        group_remote_assignor: with ``group_protocol="consumer"``, the coordinator's
+            assignor to use (``"uniform"``, ``"range"``); default: the broker's choice.
         security_protocol: ``"PLAINTEXT"`` (default), ``"SSL"``, ``"SASL_PLAINTEXT"`` or
             ``"SASL_SSL"``, as aiokafka (see :doc:`security`).
         ssl_context: an :class:`ssl.SSLContext` for SSL and SASL_SSL (required there, as

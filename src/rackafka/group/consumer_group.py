@@ -139,10 +139,11 @@ class ConsumerGroupMember(GroupCoordinator):
         if not topics:
             # Nothing to subscribe to (a pattern that matches no topic yet): no member
             # without topics; look again later.
+            if self._group_owned:
+                await self._revoke(set(self._group_owned))  # commits first (auto commit)
             if self.state.member_id:
                 await self._leave()
-            if not self._group_owned:
-                self._assign(set(), set())
+            self._assign(set(), set())
             self._assigned_event.set()
             self._wakeup.clear()
             with contextlib.suppress(asyncio.TimeoutError):

@@ -26,6 +26,7 @@ from typing import Any
 
 from rackafka.protocol import frames
 from rackafka.protocol.apis.api_versions import API_VERSIONS
+from rackafka.protocol.apis.consumer_group_heartbeat import CONSUMER_GROUP_HEARTBEAT
 from rackafka.protocol.apis.fetch import FETCH, partition_fetch
 from rackafka.protocol.apis.find_coordinator import FIND_COORDINATOR
 from rackafka.protocol.apis.list_offsets import LIST_OFFSETS
@@ -110,6 +111,9 @@ class FrontStats:
     #: With a replica selector: partitions for which a leader named a preferred read
     #: replica, by (that replica, the ``rack_id`` of the request).
     preferred_replicas: dict[tuple[int, str], int] = field(default_factory=dict)
+    #: The ``rack_id`` each KIP-848 member last sent in a ConsumerGroupHeartbeat, by
+    #: member id (the embedded brokers' own assignor ignores it; Kafka's do too today).
+    member_racks: dict[str, str] = field(default_factory=dict)
 
     def cross_rack_bytes(self, racks: Mapping[int, str | None]) -> int:
         """Fetched record bytes served by a broker outside the requesting client's rack
@@ -822,6 +826,10 @@ class _FrontConnection:
             request = self._decode(FETCH, frame, version)
             self._answer(front._fetch(self.node_id, request, version, corr))
             return
+        if key == CONSUMER_GROUP_HEARTBEAT.key:
+            heartbeat = self._decode(CONSUMER_GROUP_HEARTBEAT, frame, version)
+            if heartbeat.rack_id is not None:
+                front.stats.member_racks[heartbeat.member_id] = heartbeat.rack_id
         if key == LIST_OFFSETS.key and version >= LIST_OFFSETS.min_version:
             request = self._decode(LIST_OFFSETS, frame, version)
             if any(p.timestamp >= 0 for t in request.topics for p in t.partitions):
