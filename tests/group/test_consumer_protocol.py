@@ -304,9 +304,9 @@ async def test_the_rack_goes_in_the_heartbeat_auto_included(
         assert racks[a._coordinator.member_id] == "az-c"
         assert racks[b._coordinator.member_id] == "az-b"
         await wait_until(
-            lambda: len(a.assignment()) + len(b.assignment()) == 3
-            and a.assignment()
-            and b.assignment(),
+            lambda: (
+                len(a.assignment()) + len(b.assignment()) == 3 and a.assignment() and b.assignment()
+            ),
             15,
             "a and b share",
         )
@@ -390,8 +390,10 @@ async def test_unsubscribe_leaves_and_subscribe_joins_again(cluster) -> None:
         # A new subscription: the same member id joins again.
         a.subscribe(["cp-unsub", "cp-unsub-2"])
         await wait_until(
-            lambda: {tp.topic for tp in a.assignment()} == {"cp-unsub", "cp-unsub-2"}
-            or {tp.topic for tp in a.assignment()} == {"cp-unsub-2"},
+            lambda: (
+                {tp.topic for tp in a.assignment()} == {"cp-unsub", "cp-unsub-2"}
+                or {tp.topic for tp in a.assignment()} == {"cp-unsub-2"}
+            ),
             15,
             "a subscribed again",
         )
