@@ -490,3 +490,26 @@ async def test_a_pattern_that_stops_matching_gives_everything_back(cluster) -> N
     finally:
         await b.stop()
         await a.stop()
+
+
+async def test_the_member_follows_a_coordinator_that_moves(cluster) -> None:
+    cluster.create_topic("cp-move", partitions=2, replication_factor=3)
+    cluster.produce("cp-move", 100, value_size=10, partition="spread")
+    rec = LostRecorder()
+    a = member(cluster, "g-cp-move", enable_auto_commit=False)
+    a.subscribe(["cp-move"], listener=rec)
+    await a.start()
+    try:
+        before = a._coordinator.coordinator_id
+        other = next(b for b in cluster.brokers if b != before)
+        cluster.set_coordinator("group", "g-cp-move", other)
+        await wait_until(lambda: a._coordinator.coordinator_id == other, 10, "the new coordinator")
+        got = 0
+        while got < 100:
+            got += sum(len(r) for r in (await a.getmany(timeout_ms=200)).values())
+        await a.commit()
+        assert await a.committed(TopicPartition("cp-move", 1)) == 50
+        assert len(a.assignment()) == 2
+        assert [kind for kind, _ in rec.calls] == ["assigned"]  # nothing lost or revoked
+    finally:
+        await a.stop()

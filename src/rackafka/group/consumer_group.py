@@ -253,8 +253,14 @@ class ConsumerGroupMember(GroupCoordinator):
                     "use group_protocol='classic' with this cluster"
                 ) from None
         request = self._request(self._version)
-        resp = await self._send(CONSUMER_GROUP_HEARTBEAT, request)
+        try:
+            resp = await self._send(CONSUMER_GROUP_HEARTBEAT, request)
+        except BaseException:
+            self._full = True  # as Java: after a failed heartbeat, the next one says it all
+            raise
         code = resp.error_code
+        if code:
+            self._full = True
         if code == COORDINATOR_LOAD_IN_PROGRESS:
             await asyncio.sleep(self._backoff)
             return
