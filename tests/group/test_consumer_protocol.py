@@ -15,6 +15,8 @@ from rackafka import AIOKafkaConsumer, TopicPartition
 from rackafka.abc import ConsumerRebalanceListener
 from rackafka.errors import KafkaConfigurationError
 
+from ._util import drain, wait_shared, wait_until
+
 pytestmark = pytest.mark.fault_injection
 
 FENCED_MEMBER_EPOCH = 110
@@ -37,21 +39,6 @@ def member(cluster, group: str, **kw) -> AIOKafkaConsumer:
 def cluster(embedded_cluster):
     embedded_cluster.set_consumer_group_timing(heartbeat_interval_ms=200, session_timeout_ms=6000)
     return embedded_cluster
-
-
-async def wait_until(predicate, timeout: float, what: str) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
-
-
-async def drain(consumer: AIOKafkaConsumer, sink: list, stop: asyncio.Event) -> None:
-    while not stop.is_set():
-        batch = await consumer.getmany(timeout_ms=100)
-        for tp, records in batch.items():
-            sink.extend((tp.partition, r.offset) for r in records)
 
 
 class Recorder(ConsumerRebalanceListener):
@@ -155,9 +142,7 @@ async def test_listener_hears_revocation_then_assignment_of_what_was_added(clust
         assert rec_a.calls == [("assigned", all4)]
         b.subscribe(["cp-listen"], listener=rec_b)
         await b.start()
-        await wait_until(
-            lambda: len(a.assignment()) == 2 and len(b.assignment()) == 2, 15, "a and b share"
-        )
+        await wait_shared(a, b, 2)
         kept = set(a.assignment())
         moved = all4 - kept
         # a gives up what moved (it keeps reading the rest), then hears of an empty addition.
@@ -331,9 +316,7 @@ async def test_a_static_member_keeps_its_partitions_across_a_restart(cluster) ->
     b.subscribe(["cp-static"])
     await b.start()
     try:
-        await wait_until(
-            lambda: len(a.assignment()) == 2 and len(b.assignment()) == 2, 15, "a and b share"
-        )
+        await wait_shared(a, b, 2)
         a_parts, b_parts = set(a.assignment()), set(b.assignment())
         await a.stop()  # epoch -2: its place is kept
         await asyncio.sleep(1.0)  # five heartbeats of b
@@ -357,9 +340,7 @@ async def test_a_dynamic_member_that_stops_hands_its_partitions_over(cluster) ->
         c.subscribe(["cp-dyn"])
         await c.start()
     try:
-        await wait_until(
-            lambda: len(a.assignment()) == 2 and len(b.assignment()) == 2, 15, "a and b share"
-        )
+        await wait_shared(a, b, 2)
         await a.stop()  # epoch -1: the group rebalances at once, not after a session
         await wait_until(lambda: len(b.assignment()) == 4, 5, "b takes everything")
     finally:
@@ -378,9 +359,7 @@ async def test_unsubscribe_leaves_and_subscribe_joins_again(cluster) -> None:
     await a.start()
     await b.start()
     try:
-        await wait_until(
-            lambda: len(a.assignment()) == 1 and len(b.assignment()) == 1, 15, "a and b share"
-        )
+        await wait_shared(a, b, 1)
         owned = set(a.assignment())
         a.unsubscribe()
         await a.getmany(timeout_ms=10)
@@ -450,9 +429,7 @@ async def test_a_member_that_stops_polling_leaves_and_comes_back(cluster) -> Non
     stop = asyncio.Event()
     keep_b = asyncio.ensure_future(drain(b, [], stop))
     try:
-        await wait_until(
-            lambda: len(a.assignment()) == 1 and len(b.assignment()) == 1, 15, "a and b share"
-        )
+        await wait_shared(a, b, 1)
         owned = set(a.assignment())
         # a does not poll: after max_poll_interval_ms it leaves, b takes over.
         await wait_until(lambda: len(b.assignment()) == 2, 10, "b takes a's partition")
@@ -478,9 +455,7 @@ async def test_a_pattern_that_stops_matching_gives_everything_back(cluster) -> N
     await a.start()
     await b.start()
     try:
-        await wait_until(
-            lambda: len(a.assignment()) == 1 and len(b.assignment()) == 1, 15, "a and b share"
-        )
+        await wait_shared(a, b, 1)
         owned = set(a.assignment())
         a.subscribe(pattern="^nothing-matches-.*", listener=rec)
         await wait_until(lambda: len(b.assignment()) == 2, 15, "b takes everything")

@@ -13,6 +13,8 @@ import pytest
 from rackafka import AIOKafkaConsumer, TopicPartition
 from rackafka.errors import IllegalOperation
 
+from ._util import drain, wait_until
+
 pytestmark = pytest.mark.fault_injection
 
 
@@ -22,21 +24,6 @@ def group_consumer(cluster, group: str, **kw) -> AIOKafkaConsumer:
     kw.setdefault("heartbeat_interval_ms", 200)
     kw.setdefault("retry_backoff_ms", 50)
     return AIOKafkaConsumer(bootstrap_servers=cluster.bootstrap_servers, group_id=group, **kw)
-
-
-async def wait_until(predicate, timeout: float, what: str) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
-
-
-async def drain(consumer: AIOKafkaConsumer, sink: list, stop: asyncio.Event) -> None:
-    while not stop.is_set():
-        batch = await consumer.getmany(timeout_ms=100)
-        for tp, records in batch.items():
-            sink.extend((tp.partition, r.offset) for r in records)
 
 
 async def test_members_join_and_leave_while_records_flow(embedded_cluster) -> None:
