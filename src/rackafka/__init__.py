@@ -17,6 +17,7 @@ from rackafka.structs import (
     OffsetAndMetadata,
     OffsetAndTimestamp,
     RecordMetadata,
+    SubscriptionPattern,
     TopicPartition,
 )
 
@@ -30,6 +31,7 @@ __all__ = [
     "OffsetAndMetadata",
     "OffsetAndTimestamp",
     "RecordMetadata",
+    "SubscriptionPattern",
     "TopicPartition",
     "__version__",
     "errors",

@@ -192,3 +192,23 @@ class ConsumerRecord(Generic[KT, VT]):
 
     headers: Sequence[tuple[str, bytes]]
     "The headers as ``(key, value)`` pairs"
+
+
+@dataclass(frozen=True)
+class SubscriptionPattern:
+    """A topic regex that the group coordinator evaluates (KIP-848), as Java's
+    ``SubscriptionPattern``.
+
+    ``consumer.subscribe(pattern=SubscriptionPattern("orders-.*"))`` sends the regex in
+    the member's heartbeats (``group_protocol="consumer"`` only); the coordinator matches
+    it against every topic of the cluster, those created later included, and assigns
+    the partitions of the matches.  The syntax is the broker's (RE2/J in Kafka), and a
+    topic name must match as a whole.  A plain ``str`` pattern is matched by the
+    consumer instead, with Python's ``re.match``, under either protocol.
+    """
+
+    pattern: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.pattern, str) or not self.pattern:
+            raise ValueError(f"a SubscriptionPattern needs a non-empty str, not {self.pattern!r}")

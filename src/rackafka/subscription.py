@@ -92,6 +92,9 @@ class SubscriptionState:
         #: Topics subscribed to (no group: all their partitions are assigned).
         self.topics: set[str] = set()
         self.pattern: str | None = None
+        #: A regex the group coordinator evaluates (KIP-848 ``SubscriptionPattern``);
+        #: ``topics`` are then the topics of the assigned partitions.
+        self.regex: str | None = None
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Replace the assignment; kept partitions keep their state."""

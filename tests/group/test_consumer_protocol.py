@@ -11,9 +11,9 @@ import logging
 
 import pytest
 
-from rackafka import AIOKafkaConsumer, TopicPartition
+from rackafka import AIOKafkaConsumer, SubscriptionPattern, TopicPartition
 from rackafka.abc import ConsumerRebalanceListener
-from rackafka.errors import KafkaConfigurationError
+from rackafka.errors import IllegalStateError, KafkaConfigurationError
 
 from ._util import drain, wait_shared, wait_until
 
@@ -488,3 +488,35 @@ async def test_the_member_follows_a_coordinator_that_moves(cluster) -> None:
         assert [kind for kind, _ in rec.calls] == ["assigned"]  # nothing lost or revoked
     finally:
         await a.stop()
+
+
+async def test_a_subscription_pattern_is_matched_by_the_coordinator(cluster) -> None:
+    cluster.create_topic("cpr-a", partitions=2, replication_factor=3)
+    cluster.create_topic("cpr-b", partitions=1, replication_factor=3)
+    cluster.create_topic("other-cpr", partitions=2, replication_factor=3)
+    cluster.produce("cpr-b", 10, value_size=10)
+    a = member(cluster, "g-cp-regex")
+    a.subscribe(pattern=SubscriptionPattern("^cpr-.*"))
+    await a.start()
+    try:
+        assert {tp.topic for tp in a.assignment()} == {"cpr-a", "cpr-b"}
+        assert len(a.assignment()) == 3
+        assert a.subscription() == {"cpr-a", "cpr-b"}
+        got = 0
+        while got < 10:
+            got += sum(len(r) for r in (await a.getmany(timeout_ms=200)).values())
+        # A topic created later matches too: the coordinator assigns it.
+        cluster.create_topic("cpr-c", partitions=2, replication_factor=3)
+        await wait_until(lambda: len(a.assignment()) == 5, 15, "cpr-c assigned")
+        assert a.subscription() == {"cpr-a", "cpr-b", "cpr-c"}
+    finally:
+        await a.stop()
+
+
+def test_a_subscription_pattern_needs_the_consumer_protocol() -> None:
+    with pytest.raises(IllegalStateError, match="group_protocol='consumer'"):
+        AIOKafkaConsumer(group_id="g").subscribe(pattern=SubscriptionPattern("x.*"))
+    with pytest.raises(IllegalStateError, match="group_id"):
+        AIOKafkaConsumer().subscribe(pattern=SubscriptionPattern("x.*"))
+    with pytest.raises(ValueError, match="non-empty"):
+        SubscriptionPattern("")

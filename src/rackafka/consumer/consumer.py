@@ -41,6 +41,7 @@ from rackafka.structs import (
     ConsumerRecord,
     OffsetAndMetadata,
     OffsetAndTimestamp,
+    SubscriptionPattern,
     TopicPartition,
 )
 from rackafka.subscription import (
@@ -495,7 +496,7 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
                 **self._group_args,
             )
             self._fetcher.committed_lookup = self._coordinator.fetch_committed
-            if self._subs.topics or self._pattern is not None:
+            if self._subs.topics or self._pattern is not None or self._subs.regex:
                 self._coordinator.start()
                 self._fetcher.start()
                 # As aiokafka: start() returns once the first assignment is known and
@@ -574,7 +575,7 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
             TypeError: an element is not a :class:`TopicPartition`.
         """
         partitions = [_as_tp(tp) for tp in partitions]
-        if self._subs.topics or self._pattern is not None:
+        if self._subs.topics or self._pattern is not None or self._subs.regex:
             raise IllegalStateError(
                 "Subscription to topics, partitions and pattern are mutually exclusive"
             )
@@ -593,17 +594,21 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
     def subscribe(
         self,
         topics: Iterable[str] = (),
-        pattern: str | None = None,
+        pattern: str | SubscriptionPattern | None = None,
         listener: ConsumerRebalanceListener | None = None,
     ) -> None:
         """Subscribe to a list of topics, or a topic regex pattern.
 
         Without ``group_id`` every partition of the matching topics is assigned
         to this consumer, and partitions added later are picked up with the
-        next metadata refresh.
+        next metadata refresh.  A ``str`` pattern is matched by the consumer
+        (``re.match`` on the names in metadata); a :class:`~rackafka.SubscriptionPattern`
+        is sent to the group coordinator, which matches it (``group_protocol="consumer"``
+        only, as in Java).
 
         Raises:
-            IllegalStateError: partitions were assigned manually.
+            IllegalStateError: partitions were assigned manually, or a
+                ``SubscriptionPattern`` without ``group_protocol="consumer"``.
             TypeError: both or neither of ``topics`` and ``pattern`` given (as
                 aiokafka's code; its docstring says ValueError, so the error is
                 both), or ``topics`` is a string.
@@ -619,8 +624,21 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
             raise _SubscribeArgumentsError("You should provide either `topics` or `pattern`")
         if listener is not None and not isinstance(listener, ConsumerRebalanceListener):
             raise TypeError("listener should be an instance of ConsumerRebalanceListener")
+        if isinstance(pattern, SubscriptionPattern) and (
+            self._group_id is None or self._group_protocol != "consumer"
+        ):
+            raise IllegalStateError(
+                "a SubscriptionPattern is evaluated by the group coordinator: it needs a "
+                "group_id and group_protocol='consumer' (a str pattern is matched here)"
+            )
         self._listener = listener
-        if pattern is not None:
+        self._subs.regex = None
+        if isinstance(pattern, SubscriptionPattern):
+            self._pattern = None
+            self._subs.regex = pattern.pattern
+            self._subs.topics = set()
+            self._client.want_all_topics()  # (to name the topics the coordinator assigns)
+        elif pattern is not None:
             try:
                 self._pattern = re.compile(pattern)
             except re.error as exc:
@@ -661,6 +679,7 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
         new member.
         """
         self._subs.topics = set()
+        self._subs.regex = None
         self._pattern = None
         self._manual = False
         self._client.want_all_topics(False)

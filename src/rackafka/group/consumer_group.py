@@ -95,7 +95,8 @@ class ConsumerGroupMember(GroupCoordinator):
         #: Parts of the target whose topic id metadata does not name yet.
         self._unresolved: set[tuple[uuid.UUID, int]] = set()
         self._version: int | None = None
-        self._sent_topics: list[str] | None = None
+        #: The subscription the coordinator knows (names, regex).
+        self._sent: tuple[list[str], str | None] | None = None
 
     # -- hooks of the classic loop ---------------------------------------------------
 
@@ -122,7 +123,7 @@ class ConsumerGroupMember(GroupCoordinator):
             return
         if self._pattern is not None:
             self._pattern()
-        if self._sent_topics is not None and sorted(self._subs.topics) != self._sent_topics:
+        if self._sent is not None and self._subscription()[0] != self._sent[0]:
             log.info("group %s: subscribed topics changed", self.group_id)
             self._subscription_changed = True
             self._next_heartbeat = 0.0
@@ -136,7 +137,7 @@ class ConsumerGroupMember(GroupCoordinator):
     async def _rebalance(self) -> None:
         """Join: a heartbeat with epoch 0 and every field."""
         topics = await self._subscribed_topics()
-        if not topics:
+        if not topics and not self._subs.regex:
             # Nothing to subscribe to (a pattern that matches no topic yet): no member
             # without topics; look again later.
             if self._group_owned:
@@ -163,7 +164,7 @@ class ConsumerGroupMember(GroupCoordinator):
             await self._reconcile()
         if self._subscription_changed:
             await self._subscribed_topics()
-            if not self._subs.topics:
+            if not self._subs.topics and not self._subs.regex:
                 self._need_rejoin = True  # (leaves, then waits for topics)
                 return
         await self._exchange()
@@ -206,7 +207,13 @@ class ConsumerGroupMember(GroupCoordinator):
         self._target = None
         self._unresolved = set()
         self._ack = None
-        self._sent_topics = None
+        self._sent = None
+
+    def _subscription(self) -> tuple[list[str], str | None]:
+        """The subscription to send: topic names, and the coordinator's regex ("" none)."""
+        if self._subs.regex:
+            return [], self._subs.regex
+        return sorted(self._subs.topics), ""
 
     def _heartbeat_due_now(self) -> bool:
         return self._ack is not None or self._subscription_changed
@@ -217,10 +224,15 @@ class ConsumerGroupMember(GroupCoordinator):
         topics: list[str] | None = None
         regex: str | None = None
         if full or self._subscription_changed:
-            topics = sorted(self._subs.topics)
-            # Both fields, as a names-only subscription is sent by librdkafka and Java:
-            # an empty regex says "no regex".
-            regex = "" if version >= 1 else None
+            # Both fields, as librdkafka sends them: an empty regex says "no regex".
+            topics, regex = self._subscription()
+            if version < 1:
+                if regex:
+                    raise UnsupportedVersionError(
+                        f"group {self.group_id}: a SubscriptionPattern needs "
+                        "ConsumerGroupHeartbeat v1 (Apache Kafka 4.0 and later)"
+                    )
+                regex = None
         return CONSUMER_GROUP_HEARTBEAT.Request(
             group_id=self.group_id,
             member_id=self.member_id if version >= 1 or self.state.member_id else "",
@@ -288,7 +300,7 @@ class ConsumerGroupMember(GroupCoordinator):
             )
         # Accepted: what was sent is now known to the coordinator.
         if request.subscribed_topic_names is not None:
-            self._sent_topics = list(request.subscribed_topic_names)
+            self._sent = (list(request.subscribed_topic_names), request.subscribed_topic_regex)
             self._subscription_changed = False
         self._full = False
         if request.topic_partitions is not None and request.topic_partitions == self._ack:
@@ -338,6 +350,10 @@ class ConsumerGroupMember(GroupCoordinator):
         if self._target is None:
             return
         target = await self._resolve()
+        if self._subs.regex:
+            # The coordinator's matches: they are the subscription (and stay in metadata).
+            self._subs.topics = {tp.topic for tp in target}
+            self._client.add_topics(self._subs.topics)
         owned = set(self._group_owned)
         revoked = owned - target
         added = target - owned
