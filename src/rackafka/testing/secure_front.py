@@ -286,6 +286,7 @@ class SecureFront:
         self._thread: threading.Thread | None = None
         self._servers: list[asyncio.AbstractServer] = []
         self._conns: set[_FrontConnection] = set()
+        self._accepting: set[asyncio.Task[Any]] = set()
 
     # -- public attributes ---------------------------------------------------------------
 
@@ -437,6 +438,15 @@ class SecureFront:
             server.close()
         for conn in list(self._conns):
             conn.close()
+        # Let every connection's task end before the loop stops (a task left pending is
+        # destroyed with a warning at exit).
+        accepting = {t for t in self._accepting if not t.done()}
+        if accepting:
+            _done, pending = await asyncio.wait(accepting, timeout=5)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending, timeout=5)
         for server in self._servers:
             with contextlib.suppress(Exception):
                 await server.wait_closed()
@@ -448,10 +458,15 @@ class SecureFront:
         self.stats.connections += 1
         conn = _FrontConnection(self, node_id, reader, writer)
         self._conns.add(conn)
+        task = asyncio.current_task()
+        if task is not None:
+            self._accepting.add(task)
         try:
             await conn.run()
         finally:
             self._conns.discard(conn)
+            if task is not None:
+                self._accepting.discard(task)
 
     # -- address rewriting -----------------------------------------------------------------
 
