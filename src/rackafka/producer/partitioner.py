@@ -87,20 +87,21 @@ class StickyPartitioner:
     ) -> None:
         self.rack = rack
         self._rack_of = rack_of
-        self._current: dict[str, int] = {}
+        #: The sticky partition of each topic that has one.
+        self.current: dict[str, int] = {}
         self._previous: dict[str, int] = {}
 
     def partition(self, topic: str, all_partitions: Sequence[int], available: Sequence[int]) -> int:
         """The sticky partition of ``topic`` (a new one if none is set)."""
-        current = self._current.get(topic)
+        current = self.current.get(topic)
         if current is not None:
             return current
         return self._choose(topic, all_partitions, available, self._previous.get(topic))
 
     def batch_closed(self, topic: str, partition: int) -> None:
         """The batch of ``topic``/``partition`` can take no more records: move on."""
-        if self._current.get(topic) == partition:
-            del self._current[topic]
+        if self.current.get(topic) == partition:
+            del self.current[topic]
             self._previous[topic] = partition
 
     def _choose(
@@ -118,5 +119,5 @@ class StickyPartitioner:
         if len(candidates) > 1 and previous is not None and previous in candidates:
             candidates.remove(previous)
         choice = random.choice(candidates)
-        self._current[topic] = choice
+        self.current[topic] = choice
         return choice
