@@ -17,16 +17,20 @@ _SEED = 0x9747B28C
 _MASK = 0xFFFFFFFF
 
 
+#: ``struct`` readers of ``n`` little-endian 32-bit words, by ``n`` (keys up to 255 bytes).
+_WORDS = [struct.Struct(f"<{n}I").unpack_from for n in range(64)]
+
+
 def murmur2(data: bytes) -> int:
     """MurmurHash2 of ``data`` as Kafka's Java client computes it (a signed 32-bit int)."""
     length = len(data)
-    h = (_SEED ^ length) & _MASK
+    h = _SEED ^ length
     n4 = length >> 2
     if n4:
-        for k in struct.unpack_from(f"<{n4}I", data):
+        words = _WORDS[n4](data) if n4 < 64 else struct.unpack_from(f"<{n4}I", data)
+        for k in words:
             k = (k * _M) & _MASK
-            k ^= k >> 24
-            k = (k * _M) & _MASK
+            k = ((k ^ (k >> 24)) * _M) & _MASK
             h = ((h * _M) & _MASK) ^ k
     tail = length & 3
     if tail:
@@ -35,8 +39,7 @@ def murmur2(data: bytes) -> int:
             h ^= data[base + 2] << 16
         if tail >= 2:
             h ^= data[base + 1] << 8
-        h ^= data[base]
-        h = (h * _M) & _MASK
+        h = ((h ^ data[base]) * _M) & _MASK
     h ^= h >> 13
     h = (h * _M) & _MASK
     h ^= h >> 15
