@@ -594,8 +594,9 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
             size += len(key_bytes)
         if value_bytes is not None:
             size += len(value_bytes)
-        for hkey, hvalue in hdrs:
-            size += len(hkey) + (len(hvalue) if hvalue is not None else 0) + 10
+        if hdrs:
+            for hkey, hvalue in hdrs:
+                size += len(hkey) + (len(hvalue) if hvalue is not None else 0) + 10
         if size > self._max_request_size:
             raise MessageSizeTooLargeError(
                 f"The message is {size} bytes when serialized which is larger than the "
