@@ -19,6 +19,7 @@ from rackafka.records._varint import encode_varint
 from rackafka.records.builder import (
     _VARINTS,
     VARINT_TABLE_SIZE,
+    encode_headers,
     encode_record,
     finish_batch,
     varint_table,
@@ -114,7 +115,7 @@ class ProducerBatch:
             return False
         count = self.count
         delta = timestamp - self.first_ts if count else 0
-        if headers or not (0 <= delta < _TABLE_SIZE and count < _TABLE_SIZE):
+        if not (0 <= delta < _TABLE_SIZE and count < _TABLE_SIZE):
             record = encode_record(count, delta, key, value, headers)
             size = self.size + len(record)
             if count and size > self.limit:
@@ -122,7 +123,7 @@ class ProducerBatch:
                 return False
             self.buffer += record
         else:
-            # The common record, encoded here in one join: its varints are looked up.
+            # Nearly every record: deltas in the lookup table, the record made in one join.
             varints = _VARINTS
             vdelta = varints[delta]
             vcount = varints[count]
@@ -130,9 +131,14 @@ class ProducerBatch:
             vlen = -1 if value is None else len(value)
             vklen = varints[klen] if klen < _TABLE_SIZE else encode_varint(klen)
             vvlen = varints[vlen] if vlen < _TABLE_SIZE else encode_varint(vlen)
-            body = (
-                2  # attributes, header count
-                + len(vdelta)
+            if headers:
+                vheaders = encode_headers(headers)
+                body = 1 + len(vheaders)  # attributes, headers
+            else:
+                vheaders = b"\x00"
+                body = 2
+            body += (
+                len(vdelta)
                 + len(vcount)
                 + len(vklen)
                 + len(vvlen)
@@ -145,7 +151,7 @@ class ProducerBatch:
                 self.closed = True
                 return False
             self.buffer += b"".join(
-                (vbody, b"\x00", vdelta, vcount, vklen, key or b"", vvlen, value or b"", b"\x00")
+                (vbody, b"\x00", vdelta, vcount, vklen, key or b"", vvlen, value or b"", vheaders)
             )
         self.size = size
         self.count = count + 1

@@ -20,6 +20,7 @@ __all__ = [
     "BatchBuilder",
     "encode_batch",
     "encode_control_batch",
+    "encode_headers",
     "encode_record",
     "finish_batch",
     "varint_table",
@@ -52,6 +53,30 @@ def _varint(value: int) -> bytes:
     return encode_varint(value)
 
 
+def encode_headers(headers: Sequence[Header]) -> bytes:
+    """The headers part of a v2 record: their count, then each key and value.
+
+    Arguments:
+        headers: ``(str, bytes | None)`` pairs.
+    """
+    varints = _VARINTS or varint_table()
+    size = VARINT_TABLE_SIZE
+    n = len(headers)
+    parts = [varints[n] if n < size else encode_varint(n)]
+    for hkey, hvalue in headers:
+        raw = hkey.encode("utf-8", "surrogateescape")
+        n = len(raw)
+        parts.append(varints[n] if n < size else encode_varint(n))
+        parts.append(raw)
+        if hvalue is None:
+            parts.append(varints[-1])
+        else:
+            n = len(hvalue)
+            parts.append(varints[n] if n < size else encode_varint(n))
+            parts.append(hvalue)
+    return b"".join(parts)
+
+
 def encode_record(
     offset_delta: int,
     timestamp_delta: int,
@@ -69,26 +94,18 @@ def encode_record(
     """
     varint = _varint
     null = b"\x01"  # the varint of -1
-    parts = [
-        b"\x00",
-        varint(timestamp_delta),
-        varint(offset_delta),
-        null if key is None else varint(len(key)),
-        key or b"",
-        null if value is None else varint(len(value)),
-        value or b"",
-        varint(len(headers)),
-    ]
-    for hkey, hvalue in headers:
-        raw = hkey.encode("utf-8", "surrogateescape")
-        parts.append(varint(len(raw)))
-        parts.append(raw)
-        if hvalue is None:
-            parts.append(null)
-        else:
-            parts.append(varint(len(hvalue)))
-            parts.append(hvalue)
-    body = b"".join(parts)
+    body = b"".join(
+        (
+            b"\x00",
+            varint(timestamp_delta),
+            varint(offset_delta),
+            null if key is None else varint(len(key)),
+            key or b"",
+            null if value is None else varint(len(value)),
+            value or b"",
+            encode_headers(headers) if headers else b"\x00",
+        )
+    )
     return varint(len(body)) + body
 
 
