@@ -16,7 +16,7 @@ from typing import Any
 
 from rackafka.errors import KafkaTimeoutError
 from rackafka.records._varint import encode_varint
-from rackafka.records.builder import (
+from rackafka.records.builder import (  # _VARINTS: the list varint_table() fills
     _VARINTS,
     VARINT_TABLE_SIZE,
     encode_headers,

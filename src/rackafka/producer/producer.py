@@ -75,7 +75,9 @@ class _TopicInfo:
 
     __slots__ = ("version", "all_parts", "available", "tps")
 
-    def __init__(self, version: int, topic: str, all_parts: list[int], available: list[int]):
+    def __init__(
+        self, version: int, topic: str, all_parts: list[int], available: list[int]
+    ) -> None:
         self.version = version
         #: Every partition id, sorted.
         self.all_parts = all_parts
