@@ -29,7 +29,9 @@ Usage::
 
     python benchmarks/produce.py [--quick] [--repeat N] [--clients a,b] [--datasets x,y]
 
-Results: a table on stdout and ``benchmarks/results/produce.json``.
+Results: a table on stdout and ``benchmarks/results/produce.json``. A run updates that file
+row by row: a case it measures (dataset, acks, compression) replaces that case's row, and
+the rows of the cases it does not measure are kept, so narrowed runs add up.
 """
 
 from __future__ import annotations
@@ -220,7 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     clients = [c for c in clients if c not in skipped]
     for c in skipped:
         print(f"# {c}: skipped (package not installed)")
-    results: list[dict[str, Any]] = []
+    out_file = args.out / "produce.json"
+    results = load_results(out_file)
     with EmbeddedCluster(brokers=3, racks=("az-a", "az-b", "az-c")) as cluster:
         for ds in args.datasets.split(","):
             count = DATASETS[ds][1 if args.quick else 0]
@@ -256,11 +259,46 @@ def main(argv: list[str] | None = None) -> int:
                             key: statistics.median(r[key] for r in ok)
                             for key in ("records_per_s", "mb_per_s", "cpu_s", "seconds")
                         }
-                    results.append(row)
+                    results = merge_rows(results, [row])
                     print_row(row, clients)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "produce.json").write_text(json.dumps(results, indent=2))
+                    args.out.mkdir(parents=True, exist_ok=True)
+                    out_file.write_text(json.dumps(results, indent=2))
     return 0
+
+
+def row_key(row: dict[str, Any]) -> tuple[str, str, str]:
+    """The case a result row measures: ``(dataset, acks, compression)``."""
+    return (str(row.get("dataset")), str(row.get("acks")), str(row.get("compression")))
+
+
+def merge_rows(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``old`` with each row of ``new`` replacing the row of the same case, in place;
+    rows of new cases come last."""
+    merged = list(old)
+    index = {row_key(row): i for i, row in enumerate(merged)}
+    for row in new:
+        key = row_key(row)
+        if key in index:
+            merged[index[key]] = row
+        else:
+            index[key] = len(merged)
+            merged.append(row)
+    return merged
+
+
+def load_results(path: Path) -> list[dict[str, Any]]:
+    """The rows of an earlier run's ``produce.json`` (none if it is missing or unreadable)."""
+    try:
+        rows = json.loads(path.read_text())
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError) as exc:
+        print(f"# {path}: unreadable ({exc}); it will be replaced", file=sys.stderr)
+        return []
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        print(f"# {path}: not a list of rows; it will be replaced", file=sys.stderr)
+        return []
+    return rows
 
 
 def print_row(row: dict[str, Any], clients: list[str]) -> None:

@@ -8,12 +8,22 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import time
 from collections.abc import Callable, Sequence
+from itertools import repeat
 from typing import Any
 
 from rackafka.errors import KafkaTimeoutError
-from rackafka.records.builder import encode_record, finish_batch
+from rackafka.records._varint import encode_varint
+from rackafka.records.builder import (  # _VARINTS: the list varint_table() fills
+    _VARINTS,
+    VARINT_TABLE_SIZE,
+    encode_headers,
+    encode_record,
+    finish_batch,
+    varint_table,
+)
 from rackafka.records.default_records import HEADER_SIZE
 from rackafka.structs import RecordMetadata, TopicPartition
 
@@ -22,22 +32,35 @@ __all__ = ["Accumulator", "ProducerBatch"]
 Header = tuple[str, "bytes | None"]
 #: Batches waiting per partition before ``send()`` waits for the sender.
 MAX_QUEUED_BATCHES = 4
+_TABLE_SIZE = VARINT_TABLE_SIZE
+_new_tuple = tuple.__new__
+
+
+def _future_factory(loop: asyncio.AbstractEventLoop) -> Callable[[], asyncio.Future[Any]]:
+    """``loop.create_future``, or the same done without a Python call for asyncio's loops."""
+    if type(loop).create_future is asyncio.BaseEventLoop.create_future:
+        return functools.partial(asyncio.Future, loop=loop)
+    return loop.create_future
 
 
 class ProducerBatch:
     """Records for one partition, encoded, with the futures of their senders.
 
-    ``futures`` holds ``(future, timestamp)`` per record; a batch from
-    :meth:`AIOKafkaProducer.send_batch` has one future for the whole batch instead.
+    ``futures`` holds one future per record and ``timestamps`` the records' timestamps;
+    a batch from :meth:`AIOKafkaProducer.send_batch` has one future for the whole batch
+    (``batch_future``) instead.  ``size`` is the encoded size in bytes (uncompressed),
+    header included.
     """
 
     __slots__ = (
         "tp",
         "buffer",
         "count",
+        "size",
         "first_ts",
         "max_ts",
         "futures",
+        "timestamps",
         "batch_future",
         "created",
         "deadline",
@@ -53,12 +76,16 @@ class ProducerBatch:
     )
 
     def __init__(self, tp: TopicPartition, limit: int, deadline: float) -> None:
+        if not _VARINTS:
+            varint_table()
         self.tp = tp
         self.buffer = bytearray()
         self.count = 0
+        self.size = HEADER_SIZE
         self.first_ts = -1
         self.max_ts = -1
-        self.futures: list[tuple[asyncio.Future[RecordMetadata], int]] = []
+        self.futures: list[asyncio.Future[RecordMetadata]] = []
+        self.timestamps: list[int] = []
         self.batch_future: asyncio.Future[RecordMetadata] | None = None
         self.created = time.monotonic()
         self.deadline = deadline
@@ -72,11 +99,6 @@ class ProducerBatch:
         self.producer_epoch = -1
         self.generation = -1
 
-    @property
-    def size(self) -> int:
-        """Encoded size in bytes (uncompressed), header included."""
-        return HEADER_SIZE + len(self.buffer)
-
     def try_append(
         self,
         timestamp: int,
@@ -84,23 +106,60 @@ class ProducerBatch:
         value: bytes | None,
         headers: Sequence[Header],
     ) -> bool:
-        """Encode a record into the batch; ``False`` if it does not fit (the batch closes)."""
+        """Encode a record into the batch; ``False`` if it does not fit (the batch closes).
+
+        The first record always goes in: a record larger than the batch size gets a batch
+        of its own (``max_request_size`` bounds it).
+        """
         if self.closed:
             return False
-        if self.count:
-            record = encode_record(self.count, timestamp - self.first_ts, key, value, headers)
-            if HEADER_SIZE + len(self.buffer) + len(record) > self.limit:
+        count = self.count
+        delta = timestamp - self.first_ts if count else 0
+        if not (0 <= delta < _TABLE_SIZE and count < _TABLE_SIZE):
+            record = encode_record(count, delta, key, value, headers)
+            size = self.size + len(record)
+            if count and size > self.limit:
                 self.closed = True
                 return False
-            if timestamp > self.max_ts:
-                self.max_ts = timestamp
+            self.buffer += record
         else:
-            # The first record always goes in: a record larger than the batch size
-            # gets a batch of its own (max_request_size bounds it).
-            record = encode_record(0, 0, key, value, headers)
+            # Nearly every record: deltas in the lookup table, the record made in one join.
+            varints = _VARINTS
+            vdelta = varints[delta]
+            vcount = varints[count]
+            klen = -1 if key is None else len(key)
+            vlen = -1 if value is None else len(value)
+            vklen = varints[klen] if klen < _TABLE_SIZE else encode_varint(klen)
+            vvlen = varints[vlen] if vlen < _TABLE_SIZE else encode_varint(vlen)
+            if headers:
+                vheaders = encode_headers(headers)
+                body = 1 + len(vheaders)  # attributes, headers
+            else:
+                vheaders = b"\x00"
+                body = 2
+            body += (
+                len(vdelta)
+                + len(vcount)
+                + len(vklen)
+                + len(vvlen)
+                + (klen if klen > 0 else 0)
+                + (vlen if vlen > 0 else 0)
+            )
+            vbody = varints[body] if body < _TABLE_SIZE else encode_varint(body)
+            size = self.size + len(vbody) + body
+            if count and size > self.limit:
+                self.closed = True
+                return False
+            self.buffer += b"".join(
+                (vbody, b"\x00", vdelta, vcount, vklen, key or b"", vvlen, value or b"", vheaders)
+            )
+        self.size = size
+        self.count = count + 1
+        self.timestamps.append(timestamp)
+        if not count:
             self.first_ts = self.max_ts = timestamp
-        self.buffer += record
-        self.count += 1
+        elif timestamp > self.max_ts:
+            self.max_ts = timestamp
         return True
 
     def build(
@@ -154,20 +213,30 @@ class ProducerBatch:
                     )
                 )
             return
-        for i, (fut, ts) in enumerate(self.futures):
-            if not fut.done():
-                fut.set_result(
-                    RecordMetadata(
-                        topic,
-                        partition,
-                        tp,
-                        base_offset + i if base_offset >= 0 else -1,
-                        lat if lat is not None else ts,
-                        ts_type,
-                        lso,
-                    )
-                )
+        futures = self.futures
+        if not futures:
+            return
         self.futures = []
+        n = len(futures)
+        offsets = range(base_offset, base_offset + n) if base_offset >= 0 else repeat(-1, n)
+        stamps = self.timestamps if lat is None else repeat(lat, n)
+        # The metadata tuples are made in C: zip builds each one's fields.
+        metadata = map(
+            _new_tuple,
+            repeat(RecordMetadata),
+            zip(
+                repeat(topic),
+                repeat(partition),
+                repeat(tp),
+                offsets,
+                stamps,
+                repeat(ts_type),
+                repeat(lso),
+            ),
+        )
+        for fut, meta in zip(futures, metadata):
+            if not fut.done():
+                fut.set_result(meta)
 
     def fail(self, exc: BaseException) -> None:
         """Fail every future with ``exc``."""
@@ -175,10 +244,11 @@ class ProducerBatch:
             if not self.batch_future.done():
                 self.batch_future.set_exception(exc)
             return
-        for fut, _ts in self.futures:
+        futures = self.futures
+        self.futures = []
+        for fut in futures:
             if not fut.done():
                 fut.set_exception(exc)
-        self.futures = []
 
 
 class Accumulator:
@@ -216,6 +286,7 @@ class Accumulator:
         self.pending = 0
         #: Set when the sender died: every later append raises it.
         self.error: BaseException | None = None
+        self._new_future = _future_factory(asyncio.get_running_loop())
 
     def open_batch(self, tp: TopicPartition) -> ProducerBatch | None:
         """The batch of ``tp`` still taking records, if any."""
@@ -224,6 +295,27 @@ class Accumulator:
             last = dq[-1]
             if not last.closed:
                 return last
+        return None
+
+    def append_nowait(
+        self,
+        tp: TopicPartition,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header],
+    ) -> asyncio.Future[RecordMetadata] | None:
+        """Add a record to ``tp``'s open batch; its future, or ``None`` when there is no
+        open batch or the record does not fit in it (then :meth:`append` it)."""
+        dq = self.batches.get(tp)
+        if dq:
+            last = dq[-1]
+            if last.try_append(timestamp, key, value, headers):
+                fut = self._new_future()
+                last.futures.append(fut)
+                if last.size >= self.max_batch_size:
+                    self._close(last)
+                return fut
         return None
 
     async def append(
@@ -250,8 +342,8 @@ class Accumulator:
         elif dq:
             last = dq[-1]
             if last.try_append(timestamp, key, value, headers):
-                fut: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
-                last.futures.append((fut, timestamp))
+                fut = self._new_future()
+                last.futures.append(fut)
                 if last.size >= self.max_batch_size:
                     self._close(last)
                 return fut
@@ -262,8 +354,8 @@ class Accumulator:
             raise self.error
         batch = ProducerBatch(tp, self.max_batch_size, time.monotonic() + self.delivery_timeout)
         batch.try_append(timestamp, key, value, headers)
-        fut = asyncio.get_running_loop().create_future()
-        batch.futures.append((fut, timestamp))
+        fut = self._new_future()
+        batch.futures.append(fut)
         dq.append(batch)
         self.pending += 1
         if batch.size >= self.max_batch_size:
@@ -289,7 +381,7 @@ class Accumulator:
         batch.closed = True
         batch.created = time.monotonic()
         batch.deadline = batch.created + self.delivery_timeout
-        fut: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
+        fut = self._new_future()
         batch.batch_future = fut
         dq.append(batch)
         self.pending += 1

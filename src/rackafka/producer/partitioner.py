@@ -17,16 +17,20 @@ _SEED = 0x9747B28C
 _MASK = 0xFFFFFFFF
 
 
+#: ``struct`` readers of ``n`` little-endian 32-bit words, by ``n`` (keys up to 255 bytes).
+_WORDS = [struct.Struct(f"<{n}I").unpack_from for n in range(64)]
+
+
 def murmur2(data: bytes) -> int:
     """MurmurHash2 of ``data`` as Kafka's Java client computes it (a signed 32-bit int)."""
     length = len(data)
-    h = (_SEED ^ length) & _MASK
+    h = _SEED ^ length
     n4 = length >> 2
     if n4:
-        for k in struct.unpack_from(f"<{n4}I", data):
+        words = _WORDS[n4](data) if n4 < 64 else struct.unpack_from(f"<{n4}I", data)
+        for k in words:
             k = (k * _M) & _MASK
-            k ^= k >> 24
-            k = (k * _M) & _MASK
+            k = ((k ^ (k >> 24)) * _M) & _MASK
             h = ((h * _M) & _MASK) ^ k
     tail = length & 3
     if tail:
@@ -35,8 +39,7 @@ def murmur2(data: bytes) -> int:
             h ^= data[base + 2] << 16
         if tail >= 2:
             h ^= data[base + 1] << 8
-        h ^= data[base]
-        h = (h * _M) & _MASK
+        h = ((h ^ data[base]) * _M) & _MASK
     h ^= h >> 13
     h = (h * _M) & _MASK
     h ^= h >> 15
@@ -87,20 +90,21 @@ class StickyPartitioner:
     ) -> None:
         self.rack = rack
         self._rack_of = rack_of
-        self._current: dict[str, int] = {}
+        #: The sticky partition of each topic that has one.
+        self.current: dict[str, int] = {}
         self._previous: dict[str, int] = {}
 
     def partition(self, topic: str, all_partitions: Sequence[int], available: Sequence[int]) -> int:
         """The sticky partition of ``topic`` (a new one if none is set)."""
-        current = self._current.get(topic)
+        current = self.current.get(topic)
         if current is not None:
             return current
         return self._choose(topic, all_partitions, available, self._previous.get(topic))
 
     def batch_closed(self, topic: str, partition: int) -> None:
         """The batch of ``topic``/``partition`` can take no more records: move on."""
-        if self._current.get(topic) == partition:
-            del self._current[topic]
+        if self.current.get(topic) == partition:
+            del self.current[topic]
             self._previous[topic] = partition
 
     def _choose(
@@ -118,5 +122,5 @@ class StickyPartitioner:
         if len(candidates) > 1 and previous is not None and previous in candidates:
             candidates.remove(previous)
         choice = random.choice(candidates)
-        self._current[topic] = choice
+        self.current[topic] = choice
         return choice

@@ -11,7 +11,7 @@ import contextlib
 import logging
 import time
 import warnings
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from rackafka import __version__
@@ -59,11 +59,32 @@ _ACKS = {0: 0, 1: 1, -1: -1, "all": -1}
 _missing: Any = object()
 #: Bytes a record adds besides its key, value and headers (varints, attributes), at most.
 _RECORD_OVERHEAD = 21
+#: The size counted for a record without key, value and headers (in a batch of its own).
+_RECORD_BASE_SIZE = HEADER_SIZE + _RECORD_OVERHEAD
+_NO_HEADERS: tuple[tuple[str, bytes | None], ...] = ()
+_time_ns = time.time_ns
 _DEFAULT_PARTITIONER = DefaultPartitioner()
 
 
 class _NeedKeyOrValue(AssertionError, ValueError):
     """send() got neither a key nor a value (aiokafka asserts; catchable as ValueError)."""
+
+
+class _TopicInfo:
+    """What ``send()`` needs of a topic's metadata (cached per metadata version)."""
+
+    __slots__ = ("version", "all_parts", "available", "tps")
+
+    def __init__(
+        self, version: int, topic: str, all_parts: list[int], available: list[int]
+    ) -> None:
+        self.version = version
+        #: Every partition id, sorted.
+        self.all_parts = all_parts
+        #: The partitions that have a leader, sorted.
+        self.available = available
+        #: The :class:`TopicPartition` of every partition id.
+        self.tps = {p: TopicPartition(topic, p) for p in all_parts}
 
 
 class BatchAppendMetadata(NamedTuple):
@@ -356,8 +377,8 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
         )
         self._txn: TransactionManager | None = None
         self._stats = ProduceStats()
-        # Per topic: (metadata version, all partitions sorted, available partitions).
-        self._parts: dict[str, tuple[int, list[int], list[int]]] = {}
+        self._cluster = self._client.cluster
+        self._parts: dict[str, _TopicInfo] = {}
         self._accumulator: Accumulator | None = None
         self._sender: Sender | None = None
         self._sender_task: asyncio.Task[None] | None = None
@@ -490,13 +511,13 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
             UnknownTopicOrPartitionError: the topic is still unknown after
                 ``request_timeout_ms``.
         """
-        return set((await self._partitions(topic))[0])
+        return set((await self._partitions(topic)).all_parts)
 
-    async def _partitions(self, topic: str) -> tuple[list[int], list[int]]:
-        cluster = self._client.cluster
+    async def _partitions(self, topic: str) -> _TopicInfo:
+        cluster = self._cluster
         cached = self._parts.get(topic)
-        if cached is not None and cached[0] == cluster.version:
-            return cached[1], cached[2]
+        if cached is not None and cached.version == cluster.version:
+            return cached
         parts = cluster.partitions.get(topic)
         if parts is None:
             self._client.add_topics([topic])
@@ -514,10 +535,14 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
                         f"topic {topic!r} not in the metadata after {self._request_timeout:.3g} s"
                     )
                 await asyncio.sleep(self._retry_backoff)
-        all_parts = sorted(parts)
-        available = [p for p, info in sorted(parts.items()) if info.leader >= 0]
-        self._parts[topic] = (cluster.version, all_parts, available)
-        return all_parts, available
+        info = _TopicInfo(
+            cluster.version,
+            topic,
+            sorted(parts),
+            [p for p, meta in sorted(parts.items()) if meta.leader >= 0],
+        )
+        self._parts[topic] = info
+        return info
 
     # -- sending -----------------------------------------------------------------
 
@@ -552,27 +577,28 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
             KafkaTimeoutError: no room for the record within ``request_timeout_ms``.
             UnknownTopicOrPartitionError: the topic is unknown.
         """
-        acc = self._check_running()
+        acc = self._accumulator
+        if acc is None or self._closed or self._sender_error is not None:
+            acc = self._check_running()  # raises
         if value is None and key is None:
             raise _NeedKeyOrValue("Need at least one: key or value")
         if self._txn is not None and self._txn.state != IN_TRANSACTION:
             raise IllegalOperation("Can't send messages while not in transaction")
-        cached = self._parts.get(topic)
-        if cached is not None and cached[0] == self._client.cluster.version:
-            all_parts, available = cached[1], cached[2]
-        else:
-            all_parts, available = await self._partitions(topic)
-        key_bytes = key if self._key_serializer is None else self._key_serializer(key)
-        value_bytes = value if self._value_serializer is None else self._value_serializer(value)
-        hdrs = list(headers) if headers else []
-        size = (
-            HEADER_SIZE
-            + _RECORD_OVERHEAD
-            + (len(key_bytes) if key_bytes is not None else 0)  # type: ignore[arg-type]
-            + (len(value_bytes) if value_bytes is not None else 0)  # type: ignore[arg-type]
-        )
-        for hkey, hvalue in hdrs:
-            size += len(hkey) + (len(hvalue) if hvalue is not None else 0) + 10
+        info = self._parts.get(topic)
+        if info is None or info.version != self._cluster.version:
+            info = await self._partitions(topic)
+        ks, vs = self._key_serializer, self._value_serializer
+        key_bytes: Any = key if ks is None else ks(key)
+        value_bytes: Any = value if vs is None else vs(value)
+        hdrs: Sequence[tuple[str, bytes | None]] = list(headers) if headers else _NO_HEADERS
+        size = _RECORD_BASE_SIZE
+        if key_bytes is not None:
+            size += len(key_bytes)
+        if value_bytes is not None:
+            size += len(value_bytes)
+        if hdrs:
+            for hkey, hvalue in hdrs:
+                size += len(hkey) + (len(hvalue) if hvalue is not None else 0) + 10
         if size > self._max_request_size:
             raise MessageSizeTooLargeError(
                 f"The message is {size} bytes when serialized which is larger than the "
@@ -581,23 +607,26 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
             )
         if partition is None:
             if not self._default_partitioner:
-                partition = self._partitioner(key_bytes, all_parts, available)  # type: ignore[arg-type]
+                partition = self._partitioner(key_bytes, info.all_parts, info.available)
             elif key_bytes is not None:
-                partition = all_parts[murmur2_partition(key_bytes, len(all_parts))]  # type: ignore[arg-type]
+                partition = info.all_parts[murmur2_partition(key_bytes, len(info.all_parts))]
             else:
-                partition = self._sticky.partition(topic, all_parts, available)
-        elif partition not in all_parts:
-            raise UnknownTopicOrPartitionError(f"partition {partition} of {topic!r} is unknown")
+                partition = self._sticky.current.get(topic)
+                if partition is None:
+                    partition = self._sticky.partition(topic, info.all_parts, info.available)
+            tp = info.tps.get(partition) or TopicPartition(topic, partition)
+        else:
+            tp = info.tps.get(partition)  # type: ignore[assignment]
+            if tp is None:
+                raise UnknownTopicOrPartitionError(f"partition {partition} of {topic!r} is unknown")
         if timestamp_ms is None:
-            timestamp_ms = int(time.time() * 1000)
-        return await acc.append(
-            TopicPartition(topic, partition),
-            timestamp_ms,
-            key_bytes,  # type: ignore[arg-type]
-            value_bytes,  # type: ignore[arg-type]
-            hdrs,
-            self._request_timeout,
-        )
+            timestamp_ms = _time_ns() // 1_000_000
+        fut = acc.append_nowait(tp, timestamp_ms, key_bytes, value_bytes, hdrs)
+        if fut is None:
+            fut = await acc.append(
+                tp, timestamp_ms, key_bytes, value_bytes, hdrs, self._request_timeout
+            )
+        return fut
 
     async def send_and_wait(
         self,
@@ -631,8 +660,7 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
         acc = self._check_running()
         if self._txn is not None and self._txn.state != IN_TRANSACTION:
             raise IllegalOperation("Can't send messages while not in transaction")
-        all_parts, _ = await self._partitions(topic)
-        if partition not in all_parts:
+        if partition not in (await self._partitions(topic)).tps:
             raise UnknownTopicOrPartitionError(f"partition {partition} of {topic!r} is unknown")
         if batch.size() > self._max_request_size:
             raise MessageSizeTooLargeError(

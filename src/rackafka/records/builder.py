@@ -16,24 +16,65 @@ from rackafka.records.compression import CODEC_NONE, compress
 from rackafka.records.default_records import CONTROL_COMMIT, CRC_START, HEADER, HEADER_SIZE
 
 __all__ = [
+    "VARINT_TABLE_SIZE",
     "BatchBuilder",
     "encode_batch",
     "encode_control_batch",
+    "encode_headers",
     "encode_record",
     "finish_batch",
+    "varint_table",
 ]
 
 Header = tuple[str, "bytes | None"]
-_NULL = encode_varint(-1)
+
+#: Values below this have their varint looked up in :func:`varint_table` (every one- and
+#: two-byte zig-zag varint of a non-negative value).
+VARINT_TABLE_SIZE = 1 << 13
+_VARINTS: list[bytes] = []
 
 
-_SMALL_VARINTS = [encode_varint(i) for i in range(-64, 64)]
+def varint_table() -> list[bytes]:
+    """Encoded varints to look up: item ``n`` is the zig-zag varint of ``n`` for ``0 <= n <
+    VARINT_TABLE_SIZE``, and item ``-1`` (the last) that of ``-1``, a null length.
+
+    Built on first use (about 0.4 MB), as only producers encode many records.
+    """
+    if not _VARINTS:
+        table = [encode_varint(n) for n in range(VARINT_TABLE_SIZE)]
+        table.append(encode_varint(-1))
+        _VARINTS[:] = table  # one step: a concurrent caller sees it empty or complete
+    return _VARINTS
 
 
 def _varint(value: int) -> bytes:
-    if -64 <= value < 64:
-        return _SMALL_VARINTS[value + 64]
+    if 0 <= value < VARINT_TABLE_SIZE:
+        return (_VARINTS or varint_table())[value]
     return encode_varint(value)
+
+
+def encode_headers(headers: Sequence[Header]) -> bytes:
+    """The headers part of a v2 record: their count, then each key and value.
+
+    Arguments:
+        headers: ``(str, bytes | None)`` pairs.
+    """
+    varints = _VARINTS or varint_table()
+    size = VARINT_TABLE_SIZE
+    n = len(headers)
+    parts = [varints[n] if n < size else encode_varint(n)]
+    for hkey, hvalue in headers:
+        raw = hkey.encode("utf-8", "surrogateescape")
+        n = len(raw)
+        parts.append(varints[n] if n < size else encode_varint(n))
+        parts.append(raw)
+        if hvalue is None:
+            parts.append(varints[-1])
+        else:
+            n = len(hvalue)
+            parts.append(varints[n] if n < size else encode_varint(n))
+            parts.append(hvalue)
+    return b"".join(parts)
 
 
 def encode_record(
@@ -52,28 +93,19 @@ def encode_record(
         headers: ``(str, bytes | None)`` pairs.
     """
     varint = _varint
-    parts = [b"\x00", varint(timestamp_delta), varint(offset_delta)]
-    if key is None:
-        parts.append(_NULL)
-    else:
-        parts.append(varint(len(key)))
-        parts.append(key)
-    if value is None:
-        parts.append(_NULL)
-    else:
-        parts.append(varint(len(value)))
-        parts.append(value)
-    parts.append(varint(len(headers)))
-    for hkey, hvalue in headers:
-        raw = hkey.encode("utf-8", "surrogateescape")
-        parts.append(varint(len(raw)))
-        parts.append(raw)
-        if hvalue is None:
-            parts.append(_NULL)
-        else:
-            parts.append(varint(len(hvalue)))
-            parts.append(hvalue)
-    body = b"".join(parts)
+    null = b"\x01"  # the varint of -1
+    body = b"".join(
+        (
+            b"\x00",
+            varint(timestamp_delta),
+            varint(offset_delta),
+            null if key is None else varint(len(key)),
+            key or b"",
+            null if value is None else varint(len(value)),
+            value or b"",
+            encode_headers(headers) if headers else b"\x00",
+        )
+    )
     return varint(len(body)) + body
 
 

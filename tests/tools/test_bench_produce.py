@@ -1,0 +1,51 @@
+"""benchmarks/produce.py keeps the rows of earlier runs: a run replaces only the cases it
+measures."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "produce.py"
+
+
+@pytest.fixture(scope="module")
+def produce() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_produce", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _row(dataset: str, acks: str, compression: str, rate: float) -> dict[str, Any]:
+    return {
+        "dataset": dataset,
+        "records": 10,
+        "acks": acks,
+        "compression": compression,
+        "rackafka": {"records_per_s": rate},
+    }
+
+
+def test_a_run_replaces_its_cases_and_keeps_the_others(produce: ModuleType) -> None:
+    old = [_row("100B", "1", "none", 1.0), _row("100B", "1", "lz4", 2.0)]
+    new = [_row("100B", "1", "lz4", 3.0), _row("10KB", "all", "none", 4.0)]
+    merged = produce.merge_rows(old, new)
+    assert merged == [old[0], new[0], new[1]]
+    assert old == [_row("100B", "1", "none", 1.0), _row("100B", "1", "lz4", 2.0)]
+
+
+def test_results_file_is_read_back(produce: ModuleType, tmp_path: Path) -> None:
+    path = tmp_path / "produce.json"
+    assert produce.load_results(path) == []
+    rows = [_row("events", "all", "lz4", 5.0)]
+    path.write_text(json.dumps(rows))
+    assert produce.load_results(path) == rows
+    path.write_text("{not json")
+    assert produce.load_results(path) == []
