@@ -155,3 +155,44 @@ def test_decompression_stops_at_the_limit(codec: int) -> None:
 def test_a_snappy_length_no_data_can_hold_is_corrupt_not_too_large() -> None:
     with pytest.raises(CorruptRecordException, match="cannot hold"):
         decompress(CODEC_SNAPPY, b"\xff\xff\xff\x7f" + b"\x00" * 10, max_size=1 << 40)
+
+
+def test_lz4_frames_have_independent_blocks_as_kafka_reads_them() -> None:
+    # Kafka's Java reader decompresses every block of an LZ4 frame on its own: a frame with
+    # linked blocks (the LZ4 default) fails there as soon as a batch spans two 64 KiB blocks.
+    import random
+    import struct
+
+    import cramjam
+
+    from rackafka.records.compression import CODEC_LZ4, compress, decompress
+
+    rnd = random.Random(7)
+    words = [bytes(rnd.choices(b"abcdefghij", k=rnd.randint(3, 12))) for _ in range(300)]
+    data = b" ".join(rnd.choice(words) for _ in range(60_000))  # ~450 KB, compressible
+    frame = compress(CODEC_LZ4, data)
+    assert frame[:4] == b"\x04\x22\x4d\x18"
+    flg = frame[4]
+    assert flg & 0x20, "block independence flag not set"
+    assert not flg & 0x04, "content checksum (Kafka's writer sets none)"
+    pos = 7 + (8 if flg & 0x08 else 0)
+    out = bytearray()
+    blocks = 0
+    while True:
+        (size,) = struct.unpack_from("<I", frame, pos)
+        pos += 4
+        if size == 0:
+            break
+        raw, size = bool(size & 0x80000000), size & 0x7FFFFFFF
+        block = frame[pos : pos + size]
+        pos += size + (4 if flg & 0x10 else 0)
+        expected = min(1 << 16, len(data) - len(out))  # 64 KiB blocks, the last one shorter
+        out += (
+            block
+            if raw
+            else bytes(cramjam.lz4.decompress_block(block, output_len=expected))[:expected]
+        )
+        blocks += 1
+    assert blocks > 2
+    assert bytes(out) == data
+    assert decompress(CODEC_LZ4, frame) == data

@@ -90,7 +90,12 @@ def compress(codec: int, data: bytes) -> bytes:
     if codec == CODEC_SNAPPY:
         return _xerial_compress(data)
     if codec == CODEC_LZ4:
-        return bytes(_codecs().lz4.compress(data))
+        # Independent blocks and no content checksum, as Kafka's own writer frames them:
+        # Kafka's Java reader decompresses each block on its own, so linked blocks (the
+        # LZ4 frame default) would fail there for batches over one 64 KiB block.
+        lz4 = _codecs().lz4.Compressor(content_checksum=False, block_linked=False)
+        lz4.compress(data)
+        return bytes(lz4.finish())
     if codec == CODEC_ZSTD:
         return bytes(_codecs().zstd.compress(data))
     raise UnsupportedCodecError(f"unknown compression codec {codec}")
