@@ -340,13 +340,10 @@ class Accumulator:
         if dq is None:
             dq = self.batches[tp] = collections.deque()
         elif dq:
+            appended = self.append_nowait(tp, timestamp, key, value, headers)
+            if appended is not None:
+                return appended
             last = dq[-1]
-            if last.try_append(timestamp, key, value, headers):
-                fut = self._new_future()
-                last.futures.append(fut)
-                if last.size >= self.max_batch_size:
-                    self._close(last)
-                return fut
             if last.closed:
                 self._close(last)
         await self._wait_room(dq, timeout)
