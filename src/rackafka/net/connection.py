@@ -43,7 +43,6 @@ StreamPair = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 Connector = Callable[[str, int], Awaitable[StreamPair]]
 
 CLIENT_SOFTWARE_NAME = "rackafka"
-_READ_CHUNK = 1 << 20
 _UNSUPPORTED_VERSION = 35
 #: Re-authenticate after this share of the session lifetime (KIP-368: 85-95 %, at random,
 #: so that connections opened together do not re-authenticate together).
@@ -89,7 +88,6 @@ class Connection:
         self.last_used = time.monotonic()
         self._reader = reader
         self._writer = writer
-        self._frames = frames.FrameBuffer(max_frame_size)
         self._waiters: dict[int, tuple[asyncio.Future[Any], Api, int]] = {}
         self._corr = itertools.count(1)
         self._closed: BaseException | None = None
@@ -103,7 +101,13 @@ class Connection:
         self.authentications = 0
         #: When the broker's SASL session ends (``time.monotonic()``), or ``None``.
         self.session_expires_at: float | None = None
-        self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
+        # Responses are read by a protocol put on the stream's transport: the bytes go
+        # from the socket straight into the frame buffers (see frames.FrameReceiver).
+        # Writing, flow control and closing stay with the stream.
+        self._receiver = frames.FrameReceiver(max_frame_size)
+        transport = writer.transport
+        self._protocol = _FrameProtocol(self, transport.get_protocol())
+        transport.set_protocol(self._protocol)
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -281,8 +285,6 @@ class Connection:
         for fut, _api, _v in waiters.values():
             if not fut.done():
                 fut.set_exception(reason)
-        if not self._read_task.done() and self._read_task is not asyncio.current_task():
-            self._read_task.cancel()
         with contextlib.suppress(Exception):
             self._writer.close()
         for cb in self._close_callbacks:
@@ -293,10 +295,8 @@ class Connection:
         self._close_callbacks.clear()
 
     async def aclose(self) -> None:
-        """Close and wait until the socket and the reader task are gone."""
+        """Close and wait until the socket is gone."""
         self.close()
-        with contextlib.suppress(BaseException):
-            await self._read_task
         with contextlib.suppress(Exception):
             await self._writer.wait_closed()
 
@@ -400,39 +400,34 @@ class Connection:
 
     # -- reading ---------------------------------------------------------------
 
-    async def _read_loop(self) -> None:
-        read = self._reader.read
+    def _received(self, nbytes: int) -> None:
+        """``nbytes`` arrived in the receiver's buffer: dispatch the frames they complete."""
+        if self._closed is not None:
+            return
+        self.stats.bytes_received += nbytes
         try:
-            while True:
-                # No local of this coroutine refers to the data while it waits for
-                # more: a chunk or a frame kept alive across the ``await`` would keep
-                # up to a whole fetch response per connection in memory.
-                self._received(await read(_READ_CHUNK))
-        except asyncio.CancelledError:
-            raise
-        except (OSError, KafkaError) as exc:
-            if isinstance(exc, ConnectionResetError) and self._before_first_tls_answer():
-                # The same refusal as an EOF below, when the broker's close found our first
-                # request unread: the kernel then resets the connection.
-                exc = self._tls_refusal()
+            for frame in self._receiver.buffer_updated(nbytes):
+                self._dispatch(frame)
+        except KafkaError as exc:
             self.close(exc)
         except Exception as exc:  # pragma: no cover - defensive: never leave waiters hanging
             log.exception("%s: reader failed", self)
             self.close(exc)
 
-    def _received(self, data: bytes) -> None:
-        """Split ``data`` into frames and dispatch them."""
-        if not data:
+    def _lost(self, exc: BaseException | None) -> None:
+        """The broker closed the connection (``exc`` is ``None`` for an EOF) or it broke."""
+        if self._closed is not None:
+            return
+        if exc is None or isinstance(exc, ConnectionResetError):
             if self._before_first_tls_answer():
-                raise self._tls_refusal()
-            raise KafkaConnectionError(
-                f"connection to {self.host}:{self.port} closed by the broker"
-            )
-        self.stats.bytes_received += len(data)
-        fb = self._frames
-        fb.feed(data)
-        for frame in fb.frames():
-            self._dispatch(frame)
+                # An EOF, or a reset when the broker's close found our first request
+                # unread: the same refusal of the TLS connection.
+                exc = self._tls_refusal()
+            elif exc is None:
+                exc = KafkaConnectionError(
+                    f"connection to {self.host}:{self.port} closed by the broker"
+                )
+        self.close(exc)
 
     def _before_first_tls_answer(self) -> bool:
         return self.versions is None and self.security is not None and self.security.uses_tls
@@ -468,3 +463,38 @@ class Connection:
     def __repr__(self) -> str:
         node = f"node {self.node_id} " if self.node_id is not None else ""
         return f"<Connection {node}{self.host}:{self.port}>"
+
+
+class _FrameProtocol(asyncio.BufferedProtocol):
+    """The protocol of a connection's transport once the connection is made.
+
+    Received bytes go into the connection's :class:`~rackafka.protocol.frames.FrameReceiver`;
+    everything else (flow control for writes, EOF, loss) is also passed to the stream's own
+    protocol, so that the stream writer's ``drain()``, ``close()`` and ``wait_closed()``
+    keep working.
+    """
+
+    def __init__(self, conn: Connection, stream_protocol: Any) -> None:
+        self._conn = conn
+        self._stream = stream_protocol
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._conn._receiver.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self._conn._received(nbytes)
+
+    def eof_received(self) -> bool:
+        self._conn._lost(None)
+        self._stream.eof_received()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._conn._lost(exc)
+        self._stream.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        self._stream.pause_writing()
+
+    def resume_writing(self) -> None:
+        self._stream.resume_writing()

@@ -192,3 +192,124 @@ class FrameBuffer:
     def pending(self) -> int:
         """Bytes buffered that do not yet form a whole frame."""
         return len(self._buf)
+
+
+#: Size of :class:`FrameReceiver`'s fixed buffer: frames up to this size are gathered in it.
+RECEIVE_BUFFER_SIZE = 64 * 1024
+#: First size of the buffer of a frame bigger than :data:`RECEIVE_BUFFER_SIZE` (at most the
+#: frame's size); it doubles as the frame's bytes arrive.
+FIRST_FRAME_BUFFER = 1024 * 1024
+
+
+class FrameReceiver:
+    """Splits a byte stream into frames, with the bytes written straight into its buffers.
+
+    The reader asks :meth:`get_buffer` for room, writes the bytes it receives into it
+    (``socket.recv_into``, or an SSL object's ``read``), and reports their number to
+    :meth:`buffer_updated`, which gives the frames completed by them.  This is the shape of
+    :class:`asyncio.BufferedProtocol`, and it spares the copies of a stream reader: a big
+    frame (a fetch response) is received into a buffer of its own and handed over as that
+    ``bytearray``, its bytes never copied in between.
+
+    * Frames of up to :data:`RECEIVE_BUFFER_SIZE` bytes with their size prefix are
+      gathered in one fixed buffer and copied out as ``bytes``.
+    * A bigger frame gets its own ``bytearray``, first of :data:`FIRST_FRAME_BUFFER`
+      bytes (or the frame's size if smaller) and doubled while its bytes arrive, up to
+      the frame's size: memory follows what the peer sent, not what a size prefix claims.
+      Nothing of it is kept once it is handed over.
+
+    A negative size prefix or one above ``max_frame_size`` raises
+    :class:`KafkaProtocolError` from :meth:`buffer_updated`: the stream cannot be
+    resynchronised after it.
+    """
+
+    def __init__(
+        self,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        buffer_size: int = RECEIVE_BUFFER_SIZE,
+    ) -> None:
+        if buffer_size < 8:
+            raise ValueError(f"buffer_size must be at least 8 bytes, not {buffer_size}")
+        self._max = max_frame_size
+        self._size = buffer_size
+        self._buf = bytearray(buffer_size)
+        self._view = memoryview(self._buf)
+        self._start = 0  # first byte not yet taken
+        self._end = 0  # end of the bytes received
+        self._big: bytearray | None = None  # the buffer of a big frame
+        self._big_size = 0  # the size of that frame
+        self._filled = 0  # bytes of it received
+
+    @property
+    def pending(self) -> int:
+        """Bytes received that do not yet form a whole frame."""
+        return self._filled if self._big is not None else self._end - self._start
+
+    @property
+    def allocated(self) -> int:
+        """Bytes of the buffer of the big frame being received (0 if none)."""
+        return len(self._big) if self._big is not None else 0
+
+    def get_buffer(self) -> memoryview:
+        """Room for the next bytes of the stream: a non-empty writable view."""
+        big = self._big
+        if big is not None:
+            capacity = len(big)
+            if self._filled == capacity:
+                # Grown here, not in buffer_updated: a view of the buffer the reader
+                # wrote into may still be alive there, and a bytearray with views cannot
+                # be resized.
+                big += bytes(min(capacity * 2, self._big_size) - capacity)
+            return memoryview(big)[self._filled :]
+        if self._end == self._size:
+            # Move the start of an incomplete frame to the front.
+            n = self._end - self._start
+            self._buf[:n] = self._view[self._start : self._end]
+            self._start, self._end = 0, n
+        return self._view[self._end :]
+
+    def buffer_updated(self, nbytes: int) -> list[bytes | bytearray]:
+        """``nbytes`` were written at the start of the last :meth:`get_buffer` view.
+
+        Returns the frame bodies (without their size prefix) completed by them, in order.
+        """
+        big = self._big
+        if big is not None:
+            self._filled += nbytes
+            if self._filled < self._big_size:
+                return []
+            self._big = None
+            return [big]
+        self._end += nbytes
+        return self._split()
+
+    def _split(self) -> list[bytes | bytearray]:
+        out: list[bytes | bytearray] = []
+        view = self._view
+        start = self._start
+        end = self._end
+        while end - start >= 4:
+            size = _SIZE.unpack_from(view, start)[0]
+            if size < 0 or size > self._max:
+                raise KafkaProtocolError(
+                    f"invalid frame size {size} (allowed 0 to {self._max} bytes)"
+                )
+            have = end - start - 4
+            if have >= size:
+                out.append(bytes(view[start + 4 : start + 4 + size]))
+                start += 4 + size
+                continue
+            if size + 4 > self._size:
+                # A big frame: from now on its bytes go straight into its own buffer.
+                big = bytearray(min(size, max(FIRST_FRAME_BUFFER, 2 * have)))
+                big[:have] = view[start + 4 : end]
+                self._big = big
+                self._big_size = size
+                self._filled = have
+                start = end = 0
+            break
+        if start == end:
+            start = end = 0
+        self._start = start
+        self._end = end
+        return out
