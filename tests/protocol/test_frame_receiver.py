@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rackafka.errors import KafkaProtocolError
-from rackafka.protocol.frames import FIRST_FRAME_BUFFER, FrameReceiver
+from rackafka.protocol.frames import UPFRONT_LIMIT, FrameReceiver
 
 
 def framed(payload: bytes) -> bytes:
@@ -67,33 +67,58 @@ def test_a_big_frame_is_its_own_buffer_handed_over() -> None:
     got = deliver(receiver, framed(payload) + framed(b"next"), reads=[30, 100])
     assert got == [bytearray(payload), b"next"]
     assert type(got[0]) is bytearray
-    # The frame's bytes were received into it: its size is the frame's, not more.
-    assert len(got[0]) == 5000
+    assert len(got[0]) == 5000  # the frame's size, nothing more
+    assert receiver.allocated == 0
 
 
+def test_a_frame_is_received_in_reads_of_any_size_into_one_buffer() -> None:
+    receiver = FrameReceiver(buffer_size=64)
+    payload = os.urandom(300_000)
+    deliver(receiver, framed(payload)[:1000])
+    assert receiver.allocated == 300_000
+    assert receiver.pending == 996
+    rest = receiver.get_buffer()
+    assert len(rest) == 300_000 - 996  # the rest of the frame, and no byte past it
+    del rest
+    got = deliver(receiver, payload[996:], reads=[1, 7, 50_000])
+    assert got == [bytearray(payload)]
+
+
+def test_a_frame_claimed_past_the_upfront_limit_grows_as_it_fills() -> None:
+    receiver = FrameReceiver(buffer_size=64, upfront_limit=1000)
+    payload = os.urandom(3500)
+    deliver(receiver, framed(payload)[:104])
+    assert receiver.allocated == 1000
+    deliver(receiver, payload[100:1000])
+    assert receiver.allocated == 1000  # full: grown when more room is asked for
+    assert len(receiver.get_buffer()) == 1000
+    assert receiver.allocated == 2000
+    got = deliver(receiver, payload[1000:])
+    assert got == [bytearray(payload)]  # the last step stopped at the frame's size
+    assert len(got[0]) == 3500
+
+
+def rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.skipif(
+    not os.path.exists("/proc/self/statm"), reason="reads the resident size from /proc (Linux)"
+)
 def test_memory_follows_the_bytes_received_not_the_size_prefix() -> None:
-    """A prefix that claims 200 MB and 3 MB that follow: the buffer stays near 3 MB."""
-    receiver = FrameReceiver()
-    claimed = 200 * 1024 * 1024
-    got = deliver(receiver, claimed.to_bytes(4, "big") + os.urandom(3 * 1024 * 1024))
+    """A prefix that claims 250 MB and 3 MB that follow: the buffer is the upfront limit
+    (or twice what arrived), and the process grows by that, not by 250 MB."""
+    receiver = FrameReceiver(max_frame_size=256 * 1024 * 1024)
+    claimed = 250 * 1024 * 1024
+    data = claimed.to_bytes(4, "big") + b"\x01" * (3 * 1024 * 1024)
+    before = rss()
+    got = deliver(receiver, data)
+    grown = rss() - before
     assert got == []
     assert receiver.pending == 3 * 1024 * 1024
-    assert receiver.allocated <= 2 * receiver.pending
-    assert receiver.allocated >= FIRST_FRAME_BUFFER
-
-
-def test_the_buffer_grows_only_when_full() -> None:
-    receiver = FrameReceiver(buffer_size=64)
-    size = 3 * FIRST_FRAME_BUFFER
-    deliver(receiver, size.to_bytes(4, "big") + b"x" * 100)
-    assert receiver.allocated == FIRST_FRAME_BUFFER
-    deliver(receiver, b"x" * (FIRST_FRAME_BUFFER - 100))
-    assert receiver.allocated == FIRST_FRAME_BUFFER  # full, grown at the next request
-    assert len(receiver.get_buffer()) == FIRST_FRAME_BUFFER
-    assert receiver.allocated == 2 * FIRST_FRAME_BUFFER
-    got = deliver(receiver, b"y" * (2 * FIRST_FRAME_BUFFER))
-    assert len(got) == 1 and len(got[0]) == size  # capped at the frame's size
-    assert receiver.allocated == 0
+    assert receiver.allocated == UPFRONT_LIMIT
+    assert grown < UPFRONT_LIMIT + 32 * 1024 * 1024, f"grew by {grown} bytes"
 
 
 @pytest.mark.parametrize("size", [-1, 1001])
@@ -103,6 +128,8 @@ def test_an_invalid_size_prefix_raises(size: int) -> None:
         deliver(receiver, framed(b"ok") + size.to_bytes(4, "big", signed=True))
 
 
-def test_buffer_size_is_checked() -> None:
+def test_sizes_are_checked() -> None:
     with pytest.raises(ValueError, match="buffer_size"):
         FrameReceiver(buffer_size=4)
+    with pytest.raises(ValueError, match="upfront_limit"):
+        FrameReceiver(buffer_size=4096, upfront_limit=1000)

@@ -111,11 +111,12 @@ def decode_response(api: Api, version: int, frame: bytes | bytearray) -> Any:
     (some brokers append fields or padding; librdkafka's mock writes one extra
     byte at the end of Metadata v12).
 
-    A ``bytearray`` frame (as :class:`FrameBuffer` gives big ones) is read
-    through a view, so that each bytes field (the record data of a fetch) is
-    copied out of it once; a bytearray slice would be a second copy.
+    A ``bytearray`` frame (as :class:`FrameBuffer` and :class:`FrameReceiver`
+    give big ones) is read through a view, so that each bytes field (the record
+    data of a fetch) is copied out of it once; a bytearray slice would be a
+    second copy.
     """
-    buf: Any = memoryview(frame) if isinstance(frame, bytearray) else frame
+    buf: Any = frame if isinstance(frame, bytes) else memoryview(frame)
     try:
         pos = 4
         if api.response_header_version(version) >= 1:
@@ -196,27 +197,28 @@ class FrameBuffer:
 
 #: Size of :class:`FrameReceiver`'s fixed buffer: frames up to this size are gathered in it.
 RECEIVE_BUFFER_SIZE = 64 * 1024
-#: First size of the buffer of a frame bigger than :data:`RECEIVE_BUFFER_SIZE` (at most the
-#: frame's size); it doubles as the frame's bytes arrive.
-FIRST_FRAME_BUFFER = 1024 * 1024
+#: A bigger frame's buffer is allocated at once up to this size (a fetch response of the
+#: default ``fetch_max_bytes``, 50 MiB, fits); a frame claimed bigger starts with a buffer of
+#: this size, doubled as it fills.
+UPFRONT_LIMIT = 64 * 1024 * 1024
 
 
 class FrameReceiver:
-    """Splits a byte stream into frames, with the bytes written straight into its buffers.
+    """Splits a byte stream into frames, with the bytes written straight into their buffers.
 
     The reader asks :meth:`get_buffer` for room, writes the bytes it receives into it
     (``socket.recv_into``, or an SSL object's ``read``), and reports their number to
     :meth:`buffer_updated`, which gives the frames completed by them.  This is the shape of
     :class:`asyncio.BufferedProtocol`, and it spares the copies of a stream reader: a big
     frame (a fetch response) is received into a buffer of its own and handed over as that
-    ``bytearray``, its bytes never copied in between.
+    ``bytearray``.
 
-    * Frames of up to :data:`RECEIVE_BUFFER_SIZE` bytes with their size prefix are
-      gathered in one fixed buffer and copied out as ``bytes``.
-    * A bigger frame gets its own ``bytearray``, first of :data:`FIRST_FRAME_BUFFER`
-      bytes (or the frame's size if smaller) and doubled while its bytes arrive, up to
-      the frame's size: memory follows what the peer sent, not what a size prefix claims.
-      Nothing of it is kept once it is handed over.
+    * Frames of up to ``buffer_size`` bytes with their size prefix are gathered in one
+      fixed buffer and copied out as ``bytes``.
+    * A bigger frame gets its own ``bytearray`` of its size, or of ``upfront_limit`` bytes
+      if it claims more, doubled as it fills (up to the frame's size): whatever a size
+      prefix claims, the memory taken is at most ``upfront_limit`` or twice the bytes that
+      arrived.  Nothing of it is kept once the frame is handed over.
 
     A negative size prefix or one above ``max_frame_size`` raises
     :class:`KafkaProtocolError` from :meth:`buffer_updated`: the stream cannot be
@@ -227,11 +229,17 @@ class FrameReceiver:
         self,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         buffer_size: int = RECEIVE_BUFFER_SIZE,
+        upfront_limit: int = UPFRONT_LIMIT,
     ) -> None:
         if buffer_size < 8:
             raise ValueError(f"buffer_size must be at least 8 bytes, not {buffer_size}")
+        if upfront_limit < buffer_size:
+            raise ValueError(
+                f"upfront_limit ({upfront_limit}) must be at least buffer_size ({buffer_size})"
+            )
         self._max = max_frame_size
         self._size = buffer_size
+        self._upfront = upfront_limit
         self._buf = bytearray(buffer_size)
         self._view = memoryview(self._buf)
         self._start = 0  # first byte not yet taken
@@ -301,7 +309,7 @@ class FrameReceiver:
                 continue
             if size + 4 > self._size:
                 # A big frame: from now on its bytes go straight into its own buffer.
-                big = bytearray(min(size, max(FIRST_FRAME_BUFFER, 2 * have)))
+                big = bytearray(min(size, max(self._upfront, 2 * have)))
                 big[:have] = view[start + 4 : end]
                 self._big = big
                 self._big_size = size
