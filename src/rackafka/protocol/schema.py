@@ -19,7 +19,7 @@ import struct
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cached_property, partial
 from typing import Any, ClassVar
 
 from rackafka.errors import KafkaProtocolError
@@ -192,10 +192,28 @@ class Field:
         return _in(parse_versions(self.nullable), version)
 
     def default_value(self) -> Any:
-        """The value a field holds when absent: a fresh copy for lists."""
-        if self.default is not ...:
-            return list(self.default) if isinstance(self.default, list) else self.default
-        return self.type.default(self.nullable is not None)
+        """The value a field holds when absent: a fresh copy for lists and structs."""
+        return self.make_default()
+
+    @cached_property
+    def make_default(self) -> Callable[[], Any]:
+        """A function of no arguments that returns :meth:`default_value` (worked out once:
+        decoding calls it for every absent or tagged field of every struct)."""
+        value = self.default
+        if value is ...:
+            nullable = self.nullable is not None
+            if not nullable and isinstance(self.type, Struct):
+                return self.type.make_default
+            if not nullable and isinstance(self.type, Array):
+                return list
+            value = self.type.default(nullable)
+        if isinstance(value, list):
+            return partial(list, value)
+        return partial(_same, value)
+
+
+def _same(value: Any) -> Any:
+    return value
 
 
 class StructValue:
@@ -263,7 +281,18 @@ class Struct(Type):
         self._codecs: dict[tuple[int, bool, bool], tuple[Reader, Writer]] = {}
 
     def default(self, nullable: bool) -> Any:
-        return None if nullable else self.cls()
+        return None if nullable else self.make_default()
+
+    def make_default(self) -> StructValue:
+        """A new value of the struct with every field at its default (as ``cls()``)."""
+        obj = object.__new__(self.cls)
+        for name, make in self._default_makers:
+            object.__setattr__(obj, name, make())
+        return obj
+
+    @cached_property
+    def _default_makers(self) -> tuple[tuple[str, Callable[[], Any]], ...]:
+        return tuple((f.name, f.make_default) for f in self.fields)
 
     def codec(self, version: int, flexible: bool, nullable: bool = False) -> tuple[Reader, Writer]:
         key = (version, flexible, nullable)
@@ -296,7 +325,7 @@ class Struct(Type):
             (f.name, f.default_value()) for f in absent if not isinstance(f.default_value(), list)
         ]
         list_absent = [f.name for f in absent if isinstance(f.default_value(), list)]
-        tag_defaults = [(name, f) for (name, _r, _w, f) in tagged.values()]
+        tag_defaults = [(name, f.make_default) for (name, _r, _w, f) in tagged.values()]
         read_regular = [(name, rd) for name, rd, _w, _d in regular]
         setattr_ = object.__setattr__
         read_uvarint = p.read_uvarint
@@ -312,8 +341,8 @@ class Struct(Type):
             for name in list_absent:
                 setattr_(obj, name, [])
             if flexible:
-                for name, f in tag_defaults:
-                    setattr_(obj, name, f.default_value())
+                for name, make in tag_defaults:
+                    setattr_(obj, name, make())
                 count, pos = read_uvarint(buf, pos)
                 for _ in range(count):
                     tag, pos = read_uvarint(buf, pos)
@@ -335,7 +364,11 @@ class Struct(Type):
                     pos = end
             return obj, pos
 
-        tagged_sorted = sorted(tagged.items())
+        # Each tagged field with its default, to compare with (never handed out).
+        tagged_sorted = [
+            (tag, (name, wr, f.default_value()))
+            for tag, (name, _rd, wr, f) in sorted(tagged.items())
+        ]
 
         def write_struct(out: bytearray, value: Any) -> None:
             get: Callable[[str, Any], Any]
@@ -354,9 +387,9 @@ class Struct(Type):
                     raise ValueError(f"cannot encode {struct_name}.{name}={v!r}: {exc}") from exc
             if flexible:
                 present = []
-                for tag, (name, _rd, wr, f) in tagged_sorted:
+                for tag, (name, wr, default_value) in tagged_sorted:
                     v = get(name, _MISSING)
-                    if v is _MISSING or v == f.default_value():
+                    if v is _MISSING or v == default_value:
                         continue
                     buf = bytearray()
                     wr(buf, v)
