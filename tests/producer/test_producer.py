@@ -350,3 +350,30 @@ async def test_a_topic_that_does_not_exist_is_created_by_the_broker(
     assert md.topic == topic and md.offset == 0
     assert md.partition in await producer.partitions_for(topic)
     assert topic in embedded_cluster.metadata().topics  # seen by confluent-kafka too
+
+
+@pytest.mark.parametrize("max_batch_size", [16384, 1 << 20])
+async def test_linger_is_honoured_by_an_idle_sender(
+    embedded_cluster: EmbeddedCluster, make_producer: MakeProducer, max_batch_size: int
+) -> None:
+    """A record sent to an idle producer leaves after ``linger_ms``, not at the sender's
+    next planned wake (it used to sleep up to a second when nothing was queued)."""
+    topic = unique("linger")
+    embedded_cluster.create_topic(topic, 3)
+    producer = make_producer(linger_ms=50, max_batch_size=max_batch_size)
+    await producer.start()
+    try:
+        await (await producer.send(topic, b"warm-up"))
+        loop = asyncio.get_running_loop()
+        delays = []
+        for _ in range(5):
+            await asyncio.sleep(0.05)  # the sender is idle again
+            t0 = loop.time()
+            await (await producer.send(topic, b"x" * 100))
+            delays.append(loop.time() - t0)
+        delays.sort()
+        # 50 ms of linger plus a round trip; a sleeping sender took about 1 s.
+        assert delays[2] < 0.5, delays
+        assert delays[0] >= 0.045, delays
+    finally:
+        await producer.stop()

@@ -260,6 +260,8 @@ class Accumulator:
         delivery_timeout: seconds from a batch's creation until it fails with
             :exc:`~rackafka.errors.KafkaTimeoutError` if it could not be delivered.
         wakeup: called when a batch may have become ready.
+        wake_at: called with the monotonic time at which a new lingering batch becomes
+            ready, so a sleeping sender wakes for it (not only at its next planned wake).
         on_batch_closed: called with the partition whose open batch closed (the
             sticky partitioner moves on).
     """
@@ -272,11 +274,13 @@ class Accumulator:
         delivery_timeout: float,
         wakeup: Callable[[], None],
         on_batch_closed: Callable[[TopicPartition], None],
+        wake_at: Callable[[float], None] | None = None,
     ) -> None:
         self.max_batch_size = max_batch_size
         self.linger = linger
         self.delivery_timeout = delivery_timeout
         self._wakeup = wakeup
+        self._wake_at = wake_at
         self._on_batch_closed = on_batch_closed
         self.batches: dict[TopicPartition, collections.deque[ProducerBatch]] = {}
         self._drained = asyncio.Event()
@@ -359,6 +363,8 @@ class Accumulator:
             self._close(batch)
         elif self.linger <= 0:
             self._wakeup()
+        elif self._wake_at is not None:
+            self._wake_at(batch.created + self.linger)
         return fut
 
     async def add_batch(

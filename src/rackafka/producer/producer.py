@@ -411,6 +411,7 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
             delivery_timeout=self._request_timeout * 2 + self._linger,
             wakeup=self._wakeup,
             on_batch_closed=self._batch_closed,
+            wake_at=self._wake_at,
         )
         self._sender = Sender(
             self._client,
@@ -450,6 +451,10 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
     def _wakeup(self) -> None:
         if self._sender is not None:
             self._sender.wakeup()
+
+    def _wake_at(self, when: float) -> None:
+        if self._sender is not None:
+            self._sender.wake_at(when)
 
     def _batch_closed(self, tp: TopicPartition) -> None:
         self._sticky.batch_closed(tp.topic, tp.partition)

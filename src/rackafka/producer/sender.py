@@ -125,6 +125,9 @@ class Sender:
         self.client_rack = client_rack
         self.stats = stats
         self._wake = asyncio.Event()
+        #: The monotonic time the sleeping loop wakes at, and the timer that wakes it.
+        self._sleep_until = 0.0
+        self._timer: asyncio.TimerHandle | None = None
         self._progress = asyncio.Event()
         self._muted: set[TopicPartition] = set()
         self._in_flight: dict[int, int] = {}
@@ -141,6 +144,17 @@ class Sender:
 
     def wakeup(self) -> None:
         self._wake.set()
+
+    def wake_at(self, when: float) -> None:
+        """Make the sleeping loop wake no later than ``when`` (``time.monotonic()``)."""
+        timer = self._timer
+        if timer is None or when >= self._sleep_until:
+            return
+        timer.cancel()
+        self._sleep_until = when
+        self._timer = asyncio.get_running_loop().call_later(
+            max(when - time.monotonic(), 0.0), self._wake.set
+        )
 
     @property
     def busy(self) -> bool:
@@ -186,11 +200,13 @@ class Sender:
                 continue
             # Not asyncio.wait_for: before Python 3.12 it can swallow a cancellation
             # that races with the event, and the sender would never stop.
-            timer = asyncio.get_running_loop().call_later(delay, self._wake.set)
+            self._sleep_until = now + delay
+            self._timer = asyncio.get_running_loop().call_later(delay, self._wake.set)
             try:
                 await self._wake.wait()
             finally:
-                timer.cancel()
+                self._timer.cancel()
+                self._timer = None
 
     def _expired_error(self, batch: ProducerBatch) -> KafkaError:
         return KafkaTimeoutError(
