@@ -1,7 +1,7 @@
 """rackafka demo: read from the closest replica, alone and as a group, and lose nothing.
 
-``make demo`` runs this file. It starts an embedded Kafka cluster of three brokers in three
-racks (``az-a``, ``az-b``, ``az-c``, one broker each), creates a topic whose partition leaders
+``make demo`` runs this file. It starts an embedded Kafka cluster, in a process of its own,
+of three brokers in three racks (``az-a``, ``az-b``, ``az-c``, one broker each), creates a topic whose partition leaders
 are spread over the racks, writes records into it, and reads the whole topic twice with
 rackafka's ``AIOKafkaConsumer`` from a consumer that runs in rack ``az-b``:
 
@@ -24,12 +24,17 @@ Then comes a 3-rack consumer group reading only from its own racks:
    both side by side (``--group-protocol``: ``both`` by default, ``classic`` or
    ``consumer``).
 
-The embedded brokers (librdkafka's mock brokers) have no replica selector of their own;
-the cluster runs with ``replica_selector="rack-aware"``: a protocol-aware front answers
-every Fetch as a broker with Kafka's ``RackAwareReplicaSelector`` does, from the rack id
-the consumer sends (``client_rack``): the leader names the in-sync replica in that rack, and
-names none to a consumer without a rack. Three consumers in three racks get three answers
-at once, as from real brokers.
+The cluster runs in a process of its own, ``python -m rackafka.testing serve`` started and
+driven by :class:`rackafka.testing.ServedCluster`, so that the demo's process runs only
+rackafka's consumers and producer: the rates it prints are the client's, not the test
+harness's. The embedded brokers (librdkafka's mock brokers) have no replica selector of
+their own; the server runs them with ``--replica-selector rack-aware``: a protocol-aware
+front, in the server's process, answers every Fetch as a broker with Kafka's
+``RackAwareReplicaSelector`` does, from the rack id the consumer sends (``client_rack``): the
+leader names the in-sync replica in that rack, and names none to a consumer without a rack.
+Three consumers in three racks get three answers at once, as from real brokers. Which
+brokers the server runs is its ``--engine`` (``--engine`` here passes it on; the default is
+the embedded brokers).
 
 For each run the demo prints the share of record bytes served from the consumer's rack and
 from other racks (from ``consumer.fetch_stats()``), the records per second, and whether every
@@ -65,10 +70,9 @@ from rackafka.group.assignors import (
     assignor_for_name,
 )
 from rackafka.testing import (
-    ConfluentKafkaMissingError,
-    EmbeddedCluster,
-    LibrdkafkaNotFoundError,
     PartitionInfo,
+    ServedCluster,
+    ServedClusterError,
     default_value,
 )
 
@@ -347,11 +351,36 @@ def _not_exactly_once(run: RunResult) -> str:
     )
 
 
-def _served(cluster: EmbeddedCluster) -> Counter[int]:
+def demo_cluster(engine: str | None = None) -> ServedCluster:
+    """The demo's 3-rack cluster, in a process of its own (not started).
+
+    Its brokers select replicas per client rack (``replica_selector="rack-aware"``), a new
+    classic group's first rebalance waits ``INITIAL_REBALANCE_DELAY_MS`` for more members,
+    and KIP-848 members heartbeat every 200 ms, so that they pick up moves quickly.
+    ``engine``: the ``serve`` command's ``--engine`` (None: the embedded brokers).
+    """
+    return ServedCluster(
+        brokers=len(RACKS),
+        racks=RACKS,
+        replica_selector="rack-aware",
+        group_initial_rebalance_delay_ms=INITIAL_REBALANCE_DELAY_MS,
+        consumer_group_heartbeat_interval_ms=200,
+        engine=engine,
+    )
+
+
+def read_timeout(records: int) -> float:
+    """Seconds to wait for ``records`` records to be read: a minute plus 1 s per 5,000
+    records (a slow 2-core machine reads well over 50,000 a second)."""
+    return 60.0 + records / 5_000
+
+
+def _served(cluster: ServedCluster) -> Counter[int]:
     """Record bytes each broker has served in Fetch responses so far (counted by the
-    cluster's rack-aware front, whatever the client says)."""
+    cluster's rack-aware front, whatever the client says; empty when the cluster does not
+    count them)."""
     served: Counter[int] = Counter()
-    for (node, _rack), n in cluster.front.stats.fetch_bytes.items():
+    for (node, _rack), n in (cluster.served_bytes() or {}).items():
         served[node] += n
     return served
 
@@ -374,14 +403,14 @@ def _value_index(value: bytes | None) -> int:
 
 
 async def consume_all(
-    cluster: EmbeddedCluster,
+    cluster: ServedCluster,
     partitions: int,
     expected_offsets: dict[int, tuple[int, int]],
     *,
     label: str,
     client_rack: str | None,
     home_rack: str,
-    timeout: float = 60.0,
+    timeout: float | None = None,
     quiet_ms: int = 300,
 ) -> RunResult:
     """Read every partition of the demo topic from the beginning and check what arrived.
@@ -393,11 +422,14 @@ async def consume_all(
         label: the run's name in the report.
         client_rack: the consumer's ``client_rack``.
         home_rack: the rack the consumer runs in.
-        timeout: give up (and report the rest as missing) after this many seconds.
+        timeout: give up (and report the rest as missing) after this many seconds
+            (default: :func:`read_timeout` of the records expected).
         quiet_ms: after the last expected record, keep polling this long for extra records
             (duplicates would show up there).
     """
     expected = sum(last - first + 1 for first, last in expected_offsets.values())
+    if timeout is None:
+        timeout = read_timeout(expected)
     result = RunResult(label, client_rack, home_rack, expected)
     offsets: dict[int, list[int]] = {p: [] for p in range(partitions)}
     values: dict[int, list[bytes | None]] = {p: [] for p in range(partitions)}
@@ -413,7 +445,7 @@ async def consume_all(
             if p in remaining and recs[-1].offset >= last_wanted[p]:
                 remaining.discard(p)
 
-    before = _served(cluster)
+    before = await asyncio.to_thread(_served, cluster)
     consumer: AIOKafkaConsumer[bytes, bytes] = AIOKafkaConsumer(
         bootstrap_servers=cluster.bootstrap_servers,
         client_id=f"rackafka-demo-{client_rack or 'no-rack'}",
@@ -433,7 +465,7 @@ async def consume_all(
             take(await consumer.getmany(timeout_ms=max(1, int(left * 1000))))
         stats = consumer.fetch_stats()
     result.bytes_by_rack = {rack: c.bytes for rack, c in stats.racks.items()}
-    after = _served(cluster)
+    after = await asyncio.to_thread(_served, cluster)
     result.served_bytes = {n: after[n] - before.get(n, 0) for n in after}
     _tally(result, partitions, expected_offsets, offsets, values)
     return result
@@ -524,14 +556,14 @@ def _rack_unaware_misplaced(
 
 
 async def run_group_demo(
-    cluster: EmbeddedCluster,
+    cluster: ServedCluster,
     records: int,
     partitions: int = GROUP_PARTITIONS,
     *,
     strategy: str = DEFAULT_STRATEGY,
     group_protocol: str = "classic",
     echo: Callable[[str], None] | None = None,
-    timeout: float = 30.0,
+    timeout: float | None = None,
     quiet_ms: int = 300,
 ) -> GroupResult:
     """Read a topic with a consumer group of one member per rack, and check what arrived.
@@ -540,11 +572,10 @@ async def run_group_demo(
     in two of the three racks), starts three consumers in group ``demo-group`` with
     ``client_rack`` az-a, az-b and az-c, waits until the group has settled, produces
     ``records`` records and reads them all across the group. Each member's Fetch names its
-    rack, and the brokers' rack-aware selector answers it with the replica in that rack. It
-    sets the coordinator's initial rebalance delay to 500 ms.
+    rack, and the brokers' rack-aware selector answers it with the replica in that rack.
 
     Arguments:
-        cluster: the running 3-rack cluster with ``replica_selector="rack-aware"``
+        cluster: the running 3-rack cluster of :func:`demo_cluster`
             (``demo-group-events`` must not exist yet).
         records: records to produce (of 100 bytes each).
         partitions: partitions of the group's topic.
@@ -554,23 +585,24 @@ async def run_group_demo(
             and group names get a ``-kip848`` suffix.
         echo: called with progress lines (default: silent).
         timeout: give up waiting for the group to settle, and for the records, after
-            this many seconds each.
+            this many seconds each (default: :func:`read_timeout` of ``records``).
         quiet_ms: after the last expected record, keep polling this long for extra records.
     """
     say = echo or (lambda _line: None)
+    if timeout is None:
+        timeout = read_timeout(records)
     if cluster.replica_selector != "rack-aware":
-        raise ValueError("the group demo needs EmbeddedCluster(replica_selector='rack-aware')")
+        raise ValueError("the group demo needs a cluster with replica_selector='rack-aware'")
     if group_protocol not in GROUP_PROTOCOLS:
         raise ValueError(f"group_protocol must be one of {GROUP_PROTOCOLS}, got {group_protocol!r}")
     kip848 = group_protocol == "consumer"
     topic = GROUP_TOPIC + ("-kip848" if kip848 else "")
     group_id = GROUP_ID + ("-kip848" if kip848 else "")
     if kip848:
-        # The coordinator's heartbeat interval: members acknowledge and pick up moves quickly.
-        cluster.set_consumer_group_timing(heartbeat_interval_ms=200)
+        # The coordinator's heartbeat interval (200 ms, demo_cluster) makes members
+        # acknowledge and pick up moves quickly.
         membership: dict[str, Any] = {"group_protocol": "consumer"}
     else:
-        cluster.set_group_initial_rebalance_delay(INITIAL_REBALANCE_DELAY_MS)
         # Short heartbeats and session: a member that joins late is noticed at once,
         # and the embedded coordinator waits (session timeout - 1 s) for the others.
         membership = {
@@ -578,7 +610,9 @@ async def run_group_demo(
             "heartbeat_interval_ms": 200,
             "session_timeout_ms": 3000,
         }
-    infos = cluster.create_topic(topic, partitions=partitions, replication_factor=GROUP_REPLICATION)
+    infos = await asyncio.to_thread(
+        cluster.create_topic, topic, partitions, replication_factor=GROUP_REPLICATION
+    )
     broker_racks = {b.node_id: b.rack for b in cluster.brokers.values()}
     replica_racks = {
         i.partition: tuple(sorted({r for b in i.replicas if (r := broker_racks.get(b))}))
@@ -647,13 +681,19 @@ async def run_group_demo(
             "(RackAwareReplicaSelector)"
         )
         changes = [w.changes for w in watches]
+        t0 = time.perf_counter()
         produced = await cluster.aproduce(
             topic, records, value_size=VALUE_SIZE, partition="spread", batch_size=BATCH_BYTES
         )
+        produce_seconds = time.perf_counter() - t0
         expected = {
             p: (produced.first_offsets[p], produced.last_offsets[p]) for p in produced.counts
         }
-        say(f"produced  {produced.count:,} records; the group reads them ...")
+        say(
+            f"produced  {produced.count:,} records in {produce_seconds:.1f} s "
+            f"({produced.count / max(produce_seconds, 1e-9):,.0f} records/s); "
+            "the group reads them ..."
+        )
 
         offsets: list[dict[int, list[int]]] = [{} for _m in members]
         values: list[dict[int, list[bytes | None]]] = [{} for _m in members]
@@ -749,6 +789,7 @@ async def run_demo(
     strategy: str = DEFAULT_STRATEGY,
     group_protocol: str = "both",
     echo: Callable[[str], None] | None = None,
+    engine: str | None = None,
 ) -> DemoReport:
     """Start the cluster, produce, consume twice, then as a group, and return the results.
 
@@ -762,9 +803,12 @@ async def run_demo(
         group_protocol: the group part's protocol: ``"classic"`` (rack-aware assignors),
             ``"consumer"`` (KIP-848), or ``"both"``, one after the other.
         echo: called with progress lines (default: silent).
+        engine: the cluster's engine, ``python -m rackafka.testing serve --engine`` (None:
+            the embedded brokers).
 
     Raises:
         ValueError: the arguments do not fit the embedded brokers.
+        ServedClusterError: the cluster could not start or failed.
     """
     say = echo or (lambda _line: None)
     if client_rack not in RACKS:
@@ -780,18 +824,20 @@ async def run_demo(
         )
     if records < 1:
         raise ValueError(f"--records must be >= 1, got {records}")
-    _check_fits(records, partitions, "--partitions")
-    if group:
-        _check_fits(records, group_partitions, "--group-partitions")
+    if engine in (None, "embedded"):
+        _check_fits(records, partitions, "--partitions")
+        if group:
+            _check_fits(records, group_partitions, "--group-partitions")
 
-    with EmbeddedCluster(brokers=len(RACKS), racks=RACKS, replica_selector="rack-aware") as cluster:
+    async with demo_cluster(engine) as cluster:
         brokers = {b.node_id: b.rack for b in cluster.brokers.values()}
-        infos = cluster.create_topic(TOPIC, partitions=partitions, replication_factor=3)
+        infos = await asyncio.to_thread(cluster.create_topic, TOPIC, partitions, 3)
         leaders = Counter(brokers[i.leader] for i in infos)
         say(
             "cluster   "
             + ", ".join(f"broker {n} in {r}" for n, r in sorted(brokers.items()))
-            + " (embedded, 127.0.0.1)"
+            + f" ({engine or 'embedded'}, 127.0.0.1; a separate process: "
+            "python -m rackafka.testing serve)"
         )
         say(
             f"topic     {TOPIC}: {partitions} partitions, replication factor 3, leaders "
@@ -804,7 +850,9 @@ async def run_demo(
         produce_seconds = time.perf_counter() - t0
         say(
             f"produced  {produced.count:,} records of {VALUE_SIZE} B "
-            f"({produced.count * VALUE_SIZE / 1e6:.1f} MB of values) in {produce_seconds:.1f} s"
+            f"({produced.count * VALUE_SIZE / 1e6:.1f} MB of values) in {produce_seconds:.1f} s "
+            f"({produced.count / max(produce_seconds, 1e-9):,.0f} records/s, rackafka's "
+            "AIOKafkaProducer, acks=all)"
         )
         expected = {
             p: (produced.first_offsets[p], produced.last_offsets[p]) for p in produced.counts
@@ -899,6 +947,10 @@ def format_report(report: DemoReport) -> str:
 
     out = ["", line(header), "  ".join("-" * w for w in widths)]
     out += [line(r) for r in rows]
+    out.append(
+        "(records/s: rackafka's consumer in this process, from its creation to the last "
+        "record;\n the brokers and the replica selector run in the cluster's own process)"
+    )
     out.append("")
     racks = sorted(report.brokers.items())
     for run in report.runs:
@@ -1076,6 +1128,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--no-group", action="store_true", help="skip the consumer group part")
     parser.add_argument(
+        "--engine",
+        default=None,
+        help=(
+            "the cluster's engine, passed to 'python -m rackafka.testing serve --engine' "
+            "(default: the server's own, the embedded librdkafka mock brokers)"
+        ),
+    )
+    parser.add_argument(
         "--show-routing",
         action="store_true",
         help="print the consumer's DEBUG routing lines (logger rackafka.consumer.fetcher)",
@@ -1108,10 +1168,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 strategy=args.strategy,
                 group_protocol=args.group_protocol,
                 echo=lambda s: print(s, flush=True),
+                engine=args.engine,
             )
         )
-    except (ConfluentKafkaMissingError, LibrdkafkaNotFoundError) as exc:
-        print(f"cannot start the embedded cluster: {exc}", file=sys.stderr)
+    except ServedClusterError as exc:
+        print(f"the cluster failed: {exc}", file=sys.stderr)
         return 2
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -8,7 +8,9 @@ leader moves, brokers going down, request errors, old API versions and request t
 :class:`FakeBroker` is a small broker of rackafka's own whose every answer a test can
 replace, for hostile-input and fault tests.
 
-``python -m rackafka.testing serve`` runs one for another process; the pytest plugin
+``python -m rackafka.testing serve`` runs one for another process, and
+:class:`ServedCluster` drives that server from Python (a cluster outside the interpreter of
+the clients under test); the pytest plugin
 ``rackafka.testing.pytest_plugin`` provides fixtures. See ``docs/testing.rst``.
 """
 
@@ -35,6 +37,7 @@ from .cluster import (
 from .compose import ComposeCluster, DockerUnavailableError, FaultInjectionUnsupportedError
 from .fake_broker import NO_RESPONSE, FakeBroker, FakeRequest
 from .secure_front import FrontStats, SecureFront
+from .served import ServedCluster, ServedClusterError
 from .spark_standalone import SparkStandaloneCluster, SparkUnavailableError
 from .zones import offline_zone_environ
 
@@ -60,6 +63,8 @@ __all__ = [
     "ProduceResult",
     "RequestRecord",
     "SecureFront",
+    "ServedCluster",
+    "ServedClusterError",
     "SparkStandaloneCluster",
     "SparkUnavailableError",
     "TransactionResult",

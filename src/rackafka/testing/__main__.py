@@ -6,6 +6,10 @@ filled, then reads control commands on stdin, one per line, and answers each wit
 SIGTERM/SIGINT, after closing the cluster; at the end of its input (``/dev/null``, a
 background job, a container without a terminal) it keeps serving, unless
 ``--exit-on-eof`` is given. ``help`` lists commands.
+
+:class:`rackafka.testing.ServedCluster` starts this server in a child process and drives it
+from Python, so that the brokers (and the front that plays the replica selector with
+``--replica-selector rack-aware``) never share the interpreter of the clients under test.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import Any, TextIO
 from ._api import api_key
 from ._clients import COMPRESSION_TYPES
 from .cluster import EmbeddedCluster, PartitionInfo
+from .secure_front import REPLICA_SELECTORS
 
 __all__ = ["CommandInterpreter", "main"]
 
@@ -94,6 +99,7 @@ _HELP = {
     "track-clear": "",
     "requests": "[API]",
     "request-counts": "[API]",
+    "served-bytes": "",
     "quit": "",
 }
 
@@ -323,6 +329,19 @@ class CommandInterpreter:
         api = api_key(args[0]) if args else None
         return {str(b): n for b, n in sorted(self.cluster.request_counts(api).items())}
 
+    def _cmd_served_bytes(self, args: list[str]) -> Any:
+        """Record bytes each broker served in Fetch responses, per client rack (``""`` for
+        requests without a rack): ``{"BROKER": {"RACK": bytes}}``, counted by the front
+        that plays the replica selector (``--replica-selector``)."""
+        self._args(args, 0, 0)
+        front = self.cluster.front
+        if front is None or self.cluster.replica_selector is None:
+            raise CommandError("served-bytes needs --replica-selector (the front counts them)")
+        served: dict[str, dict[str, int]] = {}
+        for (node, rack), n in sorted(front.stats.fetch_bytes.items()):
+            served.setdefault(str(node), {})[rack or ""] = n
+        return served
+
 
 def _topic_spec(text: str) -> tuple[str, int, int | None]:
     parts = text.split(":")
@@ -375,6 +394,36 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         metavar="RACK",
         help="emulate RackAwareReplicaSelector for consumers in RACK",
+    )
+    serve.add_argument(
+        "--replica-selector",
+        choices=REPLICA_SELECTORS,
+        default=None,
+        help=(
+            "the brokers' replica.selector.class: 'rack-aware' answers every Fetch as Kafka's "
+            "RackAwareReplicaSelector does, per client rack (default: none, leaders serve)"
+        ),
+    )
+    serve.add_argument(
+        "--group-initial-rebalance-delay-ms",
+        type=int,
+        default=0,
+        metavar="MS",
+        help="the coordinator's group.initial.rebalance.delay.ms (default 0)",
+    )
+    serve.add_argument(
+        "--consumer-group-heartbeat-interval-ms",
+        type=int,
+        default=None,
+        metavar="MS",
+        help="group.consumer.heartbeat.interval.ms of KIP-848 groups (default: the engine's)",
+    )
+    serve.add_argument(
+        "--consumer-group-session-timeout-ms",
+        type=int,
+        default=None,
+        metavar="MS",
+        help="group.consumer.session.timeout.ms of KIP-848 groups (default: the engine's)",
     )
     serve.add_argument(
         "--track-requests", action="store_true", help="start request tracking at once"
@@ -453,8 +502,22 @@ def serve(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
                     "session_lifetime_ms": args.session_lifetime_ms,
                     "require_client_cert": args.require_client_cert,
                 }
-            cluster = EmbeddedCluster(brokers=args.brokers, racks=racks, **security)
+            cluster = EmbeddedCluster(
+                brokers=args.brokers,
+                racks=racks,
+                replica_selector=getattr(args, "replica_selector", None),
+                group_initial_rebalance_delay_ms=getattr(
+                    args, "group_initial_rebalance_delay_ms", 0
+                ),
+                **security,
+            )
             cluster.start()
+            heartbeat = getattr(args, "consumer_group_heartbeat_interval_ms", None)
+            session = getattr(args, "consumer_group_session_timeout_ms", None)
+            if heartbeat is not None or session is not None:
+                cluster.set_consumer_group_timing(
+                    heartbeat_interval_ms=heartbeat, session_timeout_ms=session
+                )
             for name, partitions, rf in args.topic:
                 cluster.create_topic(name, partitions, rf)
                 if args.messages:
