@@ -76,9 +76,13 @@ def spark_session(cores: int) -> Any:
     from pyspark.sql import SparkSession
 
     import rackafka.spark
+    from rackafka.testing import loopback_spark_conf
 
+    builder = SparkSession.builder
+    for key, value in loopback_spark_conf().items():  # the driver on 127.0.0.1 only
+        builder = builder.config(key, value)
     spark = (
-        SparkSession.builder.master(f"local[{cores}]")
+        builder.master(f"local[{cores}]")
         .appName("rackafka-spark-read-bench")
         .config("spark.ui.enabled", "false")
         .config("spark.driver.memory", "2g")

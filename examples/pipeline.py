@@ -2,9 +2,10 @@
 
 ``make demo`` runs this file after ``examples/demo.py``. It starts an embedded Kafka cluster
 of three brokers in three racks (``az-a``, ``az-b``, ``az-c``) whose brokers select replicas
-per client rack as Kafka's ``RackAwareReplicaSelector`` does
-(``EmbeddedCluster(replica_selector="rack-aware")``), fills a topic with JSON events whose
-partition leaders are spread over the racks, and runs a Spark job that:
+per client rack as Kafka's ``RackAwareReplicaSelector`` does, in a process of its own
+(``ServedCluster(replica_selector="rack-aware")``: ``python -m rackafka.testing serve``),
+fills a topic with JSON events whose partition leaders are spread over the racks (written
+with rackafka's producer), and runs a Spark job that:
 
 1. reads the topic with the ``rackafka`` source (``spark.read.format("rackafka")``, the
    options of Spark's Kafka source);
@@ -48,11 +49,12 @@ from pathlib import Path
 from typing import Any
 
 from rackafka.testing import (
-    ConfluentKafkaMissingError,
     EmbeddedCluster,
-    LibrdkafkaNotFoundError,
+    ServedCluster,
+    ServedClusterError,
     SparkStandaloneCluster,
     SparkUnavailableError,
+    loopback_spark_conf,
 )
 
 RACKS = ("az-a", "az-b", "az-c")
@@ -123,9 +125,10 @@ class PipelineReport:
 
 
 def fill_topic(
-    cluster: EmbeddedCluster, events: int, partitions: int, users: int, minutes: int
-) -> None:
-    """Create the topic (leaders spread over the racks) and write the events, keyed by user."""
+    cluster: EmbeddedCluster | ServedCluster, events: int, partitions: int, users: int, minutes: int
+) -> float:
+    """Create the topic (leaders spread over the racks) and write the events, keyed by user;
+    return the seconds producing took."""
     cluster.create_topic(TOPIC, partitions, 3)
 
     def value(i: int) -> bytes:
@@ -134,14 +137,17 @@ def fill_topic(
     def key(i: int) -> bytes:
         return event(i, users, minutes)["user"].encode()
 
+    started = time.perf_counter()
     result = cluster.produce(TOPIC, events, key=key, value=value, partition="spread")
+    seconds = time.perf_counter() - started
     if result.count != events:
         raise RuntimeError(f"produced {result.count} of {events} events")
+    return seconds
 
 
 def run_pipeline(
     spark: Any,
-    cluster: EmbeddedCluster,
+    cluster: EmbeddedCluster | ServedCluster,
     out_dir: Path,
     events: int,
     users: int,
@@ -252,8 +258,12 @@ def spark_session(cores: int, standalone: SparkStandaloneCluster | None = None) 
 
     import rackafka.spark
 
+    builder = SparkSession.builder
+    # Loopback only: the driver binds and advertises 127.0.0.1 (SPARK_LOCAL_IP for its JVM).
+    for key, value in loopback_spark_conf().items():
+        builder = builder.config(key, value)
     builder = (
-        SparkSession.builder.appName("rackafka-pipeline")
+        builder.appName("rackafka-pipeline")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
@@ -293,6 +303,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--cores", type=int, default=2, help="cores: local[N], or per standalone worker (2)"
     )
     parser.add_argument("--out", type=Path, default=None, help="output directory (a temp dir)")
+    parser.add_argument(
+        "--engine",
+        default=None,
+        help="the cluster's engine, passed to 'python -m rackafka.testing serve --engine' "
+        "(default: the embedded librdkafka mock brokers)",
+    )
     return parser.parse_args(argv)
 
 
@@ -311,15 +327,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     racks = WORKER_RACKS if standalone else (EXECUTOR_RACK,)
     try:
         with contextlib.ExitStack() as stack:
+            # The brokers and the front that plays the replica selector run in a process
+            # of their own, not in the driver's.
             cluster = stack.enter_context(
-                EmbeddedCluster(brokers=3, racks=RACKS, replica_selector="rack-aware")
+                ServedCluster(
+                    brokers=3, racks=RACKS, replica_selector="rack-aware", engine=args.engine
+                )
             )
-            fill_topic(cluster, args.events, args.partitions, args.users, args.minutes)
+            produce_seconds = fill_topic(
+                cluster, args.events, args.partitions, args.users, args.minutes
+            )
             leaders = Counter(cluster.rack_of(p.leader) for p in cluster.partitions(TOPIC))
             print(
                 f"topic {TOPIC}: {args.events:,} JSON events in {args.partitions} partitions, "
                 "leaders per rack: "
                 + ", ".join(f"{rack} {leaders[rack]}" for rack in sorted(leaders))
+            )
+            print(
+                f"produced {args.events:,} events in {produce_seconds:.1f} s "
+                f"({args.events / max(produce_seconds, 1e-9):,.0f} records/s, rackafka's "
+                "AIOKafkaProducer)"
             )
             sc = None
             if standalone:
@@ -349,8 +376,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 tasks=cores * 2,
                 expected_racks=racks,
             )
-    except (ConfluentKafkaMissingError, LibrdkafkaNotFoundError) as exc:
-        print(f"the embedded cluster is not available: {exc}", file=sys.stderr)
+    except ServedClusterError as exc:
+        print(f"the cluster failed: {exc}", file=sys.stderr)
         return 2
     except SparkUnavailableError as exc:
         print(f"Spark cannot run here: {exc}", file=sys.stderr)

@@ -199,11 +199,9 @@ def test_group_reads_only_from_its_own_racks(report: Any) -> None:
 
 
 @pytest.mark.parametrize("strategy", ["range"])
-async def test_group_with_another_rack_aware_assignor(
-    embedded_cluster_factory: Any, strategy: str
-) -> None:
-    cluster = embedded_cluster_factory(brokers=3, racks=RACKS, replica_selector="rack-aware")
-    group = await demo.run_group_demo(cluster, 3_000, 9, strategy=strategy)
+async def test_group_with_another_rack_aware_assignor(strategy: str) -> None:
+    async with demo.demo_cluster() as cluster:
+        group = await demo.run_group_demo(cluster, 3_000, 9, strategy=strategy)
     _check_group(group, 3_000, strategy)
 
 
@@ -241,15 +239,15 @@ def test_group_arguments_are_checked(capsys: pytest.CaptureFixture[str]) -> None
 
 
 async def test_a_rack_unaware_assignment_fails_the_group_checks(
-    embedded_cluster_factory: Any, monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Turn KIP-881 off in the range assignor: each member then gets 4 consecutive partitions,
     # and any 3 consecutive ones have replicas on 3 different pairs of racks, so every member
     # owns a partition with no replica in its rack, reads it across racks, and the demo must
     # report both.
     monkeypatch.setattr(range_assignor, "use_rack_aware_assignment", lambda *_args: False)
-    cluster = embedded_cluster_factory(brokers=3, racks=RACKS, replica_selector="rack-aware")
-    group = await demo.run_group_demo(cluster, 3_000, 12, strategy="range")
+    async with demo.demo_cluster() as cluster:
+        group = await demo.run_group_demo(cluster, 3_000, 12, strategy="range")
     racks = group.replica_racks
     assert all(len({racks[p], racks[p + 1], racks[p + 2]}) == 3 for p in range(10)), racks
     assert group.total.exactly_once  # nothing lost: only the racks are wrong

@@ -30,7 +30,9 @@ def _session(standalone: SparkStandaloneCluster) -> Any:
     from pyspark.sql import SparkSession
 
     import rackafka.spark
+    from rackafka.testing import loopback_spark_conf
 
+    loopback_spark_conf()  # SPARK_LOCAL_IP for the driver's JVM (spark_conf() sets the rest)
     builder = (
         SparkSession.builder.appName("rackafka-distributed-test")
         .config("spark.ui.showConsoleProgress", "false")

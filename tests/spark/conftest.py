@@ -38,13 +38,18 @@ def spark() -> Iterator[Any]:
     from pyspark.sql import SparkSession
 
     import rackafka.spark
+    from rackafka.testing import loopback_spark_conf
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     previous = os.environ.get("RACKAFKA_CLIENT_RACK")
     os.environ["RACKAFKA_CLIENT_RACK"] = SPARK_RACK
+    builder = SparkSession.builder
+    # Loopback only: the driver binds and advertises 127.0.0.1 (SPARK_LOCAL_IP for its JVM).
+    for key, value in loopback_spark_conf().items():
+        builder = builder.config(key, value)
     session = (
-        SparkSession.builder.master("local[2]")
+        builder.master("local[2]")
         .appName("rackafka-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")

@@ -196,3 +196,34 @@ def test_the_front_answers_look_ups_by_timestamp(cluster: EmbeddedCluster) -> No
         None,
     ]
     assert [a[tp1] for a in answers] == [(0, t0), None, None, None, None]
+
+
+async def test_records_are_not_held_back_by_a_leader_with_nothing_new() -> None:
+    # The front splits a Fetch over the partitions' leaders. A broker answers at once when
+    # any partition has records: a leader whose partitions are all read must not make the
+    # others wait for fetch_max_wait_ms (here far longer than the test's limit).
+    with EmbeddedCluster(brokers=3, replica_selector="rack-aware") as c:
+        c.create_topic("held", partitions=3, replication_factor=3)
+        led = {p.leader: p.partition for p in c.partitions("held")}
+        assert sorted(led) == [1, 2, 3]
+        # One record per batch in one partition (a Fetch returns one batch of it), ten
+        # records in the other, read by the first Fetch: from then on that partition has
+        # nothing new while the first still has records for many Fetches.
+        c.produce("held", 100, partition=led[1], batch_size=150, linger_ms=0)
+        c.produce("held", 10, partition=led[3])
+        rack = c.rack_of(2)  # both partitions are read from broker 2, a follower of both
+        async with AIOKafkaConsumer(
+            bootstrap_servers=c.bootstrap_servers,
+            client_rack=rack,
+            auto_offset_reset="earliest",
+            fetch_max_wait_ms=60_000,
+        ) as consumer:
+            consumer.assign([TopicPartition("held", led[1]), TopicPartition("held", led[3])])
+            received = 0
+            deadline = time.monotonic() + 30  # generous: a held Fetch waits 60 s
+            while received < 110 and time.monotonic() < deadline:
+                batches = await consumer.getmany(timeout_ms=1000)
+                received += sum(len(r) for r in batches.values())
+            assert received == 110
+            stats = consumer.fetch_stats()
+            assert stats.nodes[2].records == 110 and stats.cross_rack_bytes == 0

@@ -38,7 +38,7 @@ from .compose import ComposeCluster, DockerUnavailableError, FaultInjectionUnsup
 from .fake_broker import NO_RESPONSE, FakeBroker, FakeRequest
 from .secure_front import FrontStats, SecureFront
 from .served import ServedCluster, ServedClusterError
-from .spark_standalone import SparkStandaloneCluster, SparkUnavailableError
+from .spark_standalone import SparkStandaloneCluster, SparkUnavailableError, loopback_spark_conf
 from .zones import offline_zone_environ
 
 __all__ = [
@@ -72,5 +72,6 @@ __all__ = [
     "api_key",
     "api_name",
     "default_value",
+    "loopback_spark_conf",
     "probe_api_versions",
 ]

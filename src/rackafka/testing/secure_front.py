@@ -587,12 +587,12 @@ class SecureFront:
         answers: dict[tuple[Any, int], Any] = {}
         failed = False
 
-        async def forward(leader: int, topics: dict[Any, list[Any]]) -> None:
+        async def forward(leader: int, topics: dict[Any, list[Any]], wait: bool) -> None:
             nonlocal failed
             sub = FETCH.Request(
                 replica_id=-1,
-                max_wait_ms=request.max_wait_ms,
-                min_bytes=request.min_bytes,
+                max_wait_ms=request.max_wait_ms if wait else 0,
+                min_bytes=request.min_bytes if wait else 0,
                 max_bytes=request.max_bytes,
                 isolation_level=request.isolation_level,
                 session_id=0,
@@ -619,7 +619,32 @@ class SecureFront:
                 for rp in rt.partitions:
                     answers[(key, rp.partition_index)] = rp
 
-        await asyncio.gather(*(forward(leader, topics) for leader, topics in by_leader.items()))
+        # As one broker answers a Fetch: at once when any partition has records, else after
+        # waiting up to max_wait_ms for min_bytes. The partitions are split over their
+        # leaders behind the front: a waiting sub-fetch to a leader whose partitions are all
+        # read would hold back the records the others have, so ask without waiting first.
+        await asyncio.gather(
+            *(forward(leader, topics, False) for leader, topics in by_leader.items())
+        )
+        # A leader that names a preferred read replica answers at once, as Kafka's does.
+        hinted = bool(rack) and any(
+            info is not None
+            and node_id == info.leader
+            and self._preferred(cluster, info, rack) >= 0
+            for _t, parts in plan
+            for _p, info in parts
+        )
+        if (
+            not failed
+            and not hinted
+            and request.min_bytes > 0
+            and request.max_wait_ms > 0
+            and not any(a.records for a in answers.values())
+        ):
+            answers.clear()
+            await asyncio.gather(
+                *(forward(leader, topics, True) for leader, topics in by_leader.items())
+            )
         if failed:
             await self._cluster(refresh=True)
         out_topics = []

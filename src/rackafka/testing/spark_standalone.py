@@ -9,12 +9,15 @@ script sets the zone::
 
     with SparkStandaloneCluster([{"RACKAFKA_CLIENT_RACK": "az-a"},
                                  {"RACKAFKA_CLIENT_RACK": "az-b"}]) as sc:
+        loopback_spark_conf()  # SPARK_LOCAL_IP for the driver's JVM
         builder = SparkSession.builder.appName("two racks")
         for key, value in sc.spark_conf().items():
             builder = builder.config(key, value)
         spark = builder.getOrCreate()
 
-Everything listens on 127.0.0.1 (ports chosen by the system), the master's REST submission
+Everything listens on 127.0.0.1 (ports chosen by the system; the daemons run with
+``SPARK_LOCAL_IP=127.0.0.1``, and :func:`loopback_spark_conf` does the same for a driver
+started in this process), the master's REST submission
 server is off, and :meth:`SparkStandaloneCluster.stop` ends every process it started, the
 executors included. It needs Java 17+ (``java`` on ``PATH`` or ``JAVA_HOME``) and pyspark.
 """
@@ -31,12 +34,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-__all__ = ["SparkStandaloneCluster", "SparkUnavailableError"]
+__all__ = ["LOOPBACK", "SparkStandaloneCluster", "SparkUnavailableError", "loopback_spark_conf"]
+
+#: The address every Spark process of the tests and demos listens on and advertises.
+LOOPBACK = "127.0.0.1"
 
 _MASTER = re.compile(r"Starting Spark master at (spark://127\.0\.0\.1:\d+)")
 _REGISTERED = "Successfully registered with master"
@@ -63,6 +69,19 @@ def _check_java() -> None:
         return
     if shutil.which("java") is None:
         raise SparkUnavailableError("Spark needs a Java runtime (17 or newer): none on PATH")
+
+
+def loopback_spark_conf(environ: MutableMapping[str, str] | None = None) -> dict[str, str]:
+    """Keep a Spark driver on 127.0.0.1: set ``SPARK_LOCAL_IP`` and return the settings.
+
+    Sets ``SPARK_LOCAL_IP=127.0.0.1`` in ``environ`` (default: ``os.environ``, which the
+    driver's JVM inherits when pyspark starts it: set it before the first SparkSession), so
+    that Spark neither looks for the machine's other interfaces ("Your hostname ... resolves
+    to a loopback address ... using ... instead") nor binds or advertises one of them, and
+    returns ``spark.driver.host`` and ``spark.driver.bindAddress`` for the session's builder.
+    """
+    (os.environ if environ is None else environ)["SPARK_LOCAL_IP"] = LOOPBACK
+    return {"spark.driver.host": LOOPBACK, "spark.driver.bindAddress": LOOPBACK}
 
 
 class SparkStandaloneCluster:
@@ -161,15 +180,16 @@ class SparkStandaloneCluster:
         return url
 
     def spark_conf(self) -> dict[str, str]:
-        """Settings for a SparkSession on this cluster: the master, a driver on 127.0.0.1,
+        """Settings for a SparkSession on this cluster: the master, a driver on 127.0.0.1
+        (set ``SPARK_LOCAL_IP`` too, :func:`loopback_spark_conf`),
         the Python of this process for the executors, every core of every worker, and no
         job before every executor has registered."""
         if self.master_url is None:
             raise RuntimeError("the cluster is not started: call start() first")
         return {
             "spark.master": self.master_url,
-            "spark.driver.host": "127.0.0.1",
-            "spark.driver.bindAddress": "127.0.0.1",
+            "spark.driver.host": LOOPBACK,
+            "spark.driver.bindAddress": LOOPBACK,
             "spark.pyspark.python": sys.executable,
             "spark.pyspark.driver.python": sys.executable,
             "spark.executor.memory": self.memory,
@@ -230,7 +250,7 @@ class SparkStandaloneCluster:
         env = {
             **os.environ,
             "SPARK_HOME": str(home),
-            "SPARK_LOCAL_IP": "127.0.0.1",
+            "SPARK_LOCAL_IP": LOOPBACK,
             "SPARK_LOG_DIR": str(self._work_dir),
             "PYSPARK_PYTHON": sys.executable,
             **extra_env,
