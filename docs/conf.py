@@ -7,8 +7,10 @@ pointed at the built pages when Sphinx reads them.
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
+import subprocess
 import sys
 from typing import Any
 
@@ -41,6 +43,66 @@ def _rst_links_to_pages(_app: Any, _docname: str, source: list[str]) -> None:
     source[0] = _RST_LINK.sub(lambda m: f"<{m.group(1)}.html{m.group(2) or ''}>`_", source[0])
 
 
+_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+_UNDERLINES = {"=": "-", "-": "~"}
+
+
+def changelog_notes() -> str:
+    """The unreleased notes of ``CHANGES/``, rendered by towncrier (as the project's
+    ``[tool.towncrier]`` says), one heading level down to sit inside the changelog page."""
+    out = subprocess.run(
+        [sys.executable, "-m", "towncrier", "build", "--draft", "--version", release,
+         "--date", "unreleased", "--dir", _ROOT],
+        capture_output=True, text=True, check=True, cwd=_ROOT,
+    ).stdout  # fmt: skip
+    lines = out.splitlines()
+    demoted = [
+        _UNDERLINES[line[0]] * len(line)
+        if line and line[0] in _UNDERLINES and set(line) == {line[0]}
+        else line
+        for line in lines
+    ]
+    return "\n".join(demoted) + "\n"
+
+
+def _insert_changelog(_app: Any, docname: str, source: list[str]) -> None:
+    if docname == "changelog":
+        source[0] += "\n" + changelog_notes()
+
+
+def undocumented_public_names(documented: set[str]) -> list[str]:
+    """Names of ``rackafka.__all__`` with no entry among ``documented`` (full names of the
+    objects of the API reference): neither ``rackafka.NAME`` nor where the object lives."""
+    missing = []
+    for name in rackafka.__all__:
+        if name.startswith("__"):
+            continue
+        obj = getattr(rackafka, name)
+        where = getattr(obj, "__name__", None) if inspect.ismodule(obj) else None
+        module = getattr(obj, "__module__", None)
+        qualname = getattr(obj, "__qualname__", None)
+        candidates = {f"rackafka.{name}", where, f"{module}.{qualname}" if module else None}
+        if not candidates & documented:
+            missing.append(name)
+    return missing
+
+
+def _check_api_reference(app: Any, env: Any) -> None:
+    """Every public name of ``rackafka`` has an entry in the API reference (a warning,
+    which ``make docs`` turns into an error)."""
+    from sphinx.util import logging as sphinx_logging
+
+    domain = env.get_domain("py")
+    documented = {name for name, *_rest in domain.get_objects()}
+    for name in undocumented_public_names(documented):
+        sphinx_logging.getLogger(__name__).warning(
+            "rackafka.%s is public (rackafka.__all__) but has no entry in docs/api.rst", name
+        )
+
+
 def setup(app: Any) -> None:
-    """Point ``<page.rst>``_ links at the built HTML pages."""
+    """Point ``<page.rst>``_ links at the built HTML pages, fill the changelog page, and
+    check that the API reference covers ``rackafka.__all__``."""
     app.connect("source-read", _rst_links_to_pages)
+    app.connect("source-read", _insert_changelog)
+    app.connect("env-check-consistency", _check_api_reference)

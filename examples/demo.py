@@ -1,9 +1,10 @@
 """rackafka demo: read from the closest replica, alone and as a group, and lose nothing.
 
 ``make demo`` runs this file. It starts an embedded Kafka cluster, in a process of its own,
-of three brokers in three racks (``az-a``, ``az-b``, ``az-c``, one broker each), creates a topic whose partition leaders
-are spread over the racks, writes records into it, and reads the whole topic twice with
-rackafka's ``AIOKafkaConsumer`` from a consumer that runs in rack ``az-b``:
+of three brokers in three racks (``az-a``, ``az-b``, ``az-c``, one broker each), creates a
+topic whose partition leaders are spread over the racks, writes records into it, and reads
+the whole topic twice with rackafka's ``AIOKafkaConsumer`` from a consumer that runs in rack
+``az-b``:
 
 1. without ``client_rack``: every partition is read from its leader, so only the partitions
    led by the ``az-b`` broker (about a third) are served from the consumer's own rack;

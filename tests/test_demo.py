@@ -11,6 +11,7 @@ import asyncio
 import dataclasses
 import importlib.util
 import sys
+import threading
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -285,3 +286,20 @@ def test_kip848_group_reads_exactly_once_and_shows_what_crossed_racks(report: An
 def test_demo_refuses_an_unknown_group_protocol() -> None:
     with pytest.raises(ValueError, match="group_protocol"):
         asyncio.run(demo.run_demo(100, 3, group_protocol="kip848"))
+
+
+def test_the_cluster_and_its_replica_selector_run_in_another_process(report: Any) -> None:
+    # The rates the demo prints are the client's: the brokers and the front that plays the
+    # replica selector (it counted served_bytes above) live in the server's process.
+    assert report.runs[1].served_bytes  # the front was there and counted
+    with demo.demo_cluster() as cluster:
+        assert cluster.running and cluster.replica_selector == "rack-aware"
+        assert cluster.command_line[1:4] == ["-m", "rackafka.testing", "serve"]
+        assert "--replica-selector" in cluster.command_line
+        assert not [t.name for t in threading.enumerate() if "front" in t.name.lower()]
+
+
+def test_the_engine_is_passed_to_the_server(capsys: pytest.CaptureFixture[str]) -> None:
+    assert demo.main(["--records", "10", "--no-group", "--engine", "no-such-engine"]) == 2
+    assert "the cluster failed" in capsys.readouterr().err
+    assert "--engine kafka" in " ".join(demo.demo_cluster("kafka").command_line)

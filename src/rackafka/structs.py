@@ -21,6 +21,7 @@ __all__ = [
     "OffsetAndTimestamp",
     "PartitionMetadata",
     "RecordMetadata",
+    "SubscriptionPattern",
     "TopicPartition",
 ]
 

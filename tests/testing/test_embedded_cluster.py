@@ -22,7 +22,9 @@ from rackafka.testing import (
     EmbeddedClusterError,
     ProduceError,
     default_value,
+    delivery_timeout,
 )
+from rackafka.testing._clients import summarize_indexes
 
 from . import _rawkafka
 
@@ -360,9 +362,13 @@ def test_produce_error_is_raised(cluster: EmbeddedCluster) -> None:
     cluster.create_topic("fail", 1, 3)
     # A non-retriable error on every Produce request.
     cluster.push_request_errors("Produce", *([87] * 50))  # INVALID_RECORD
-    with pytest.raises(ProduceError, match="failed"):
+    with pytest.raises(ProduceError, match="first error") as caught:
         cluster.produce("fail", 3, partition=0, timeout=10)
     cluster.clear_request_errors("Produce")
+    # Which records are missing, by number and partition.
+    assert caught.value.missing == [0, 1, 2]
+    assert "3 of 3 record(s) to 'fail' not delivered; missing 3 record(s): 0-2" in str(caught.value)
+    assert "(partition 0: 3)" in str(caught.value)
 
 
 def test_produce_transactional(cluster: EmbeddedCluster) -> None:
@@ -762,7 +768,17 @@ async def test_aproduce_reports_undelivered_records() -> None:
         c.create_topic("down", 1, replication_factor=2)
         c.move_leader("down", 0, 2)
         c.broker_down(2)  # bootstrap works (broker 1); the leader does not answer
-        with pytest.raises(ProduceError, match="not delivered within"):
-            await c.aproduce("down", 10, timeout=1.5)
+        with pytest.raises(ProduceError, match=r"not delivered within 1\.5s") as caught:
+            await c.aproduce("down", 10, timeout=1.5, partition="spread")
+        assert caught.value.missing == list(range(10))
+        assert "missing 10 record(s): 0-9 (partition 0: 10)" in str(caught.value)
         with pytest.raises(ValueError, match="client must be"):
             await c.aproduce("down", 1, client="kafka-python")
+
+
+def test_produce_time_limits_grow_with_the_work() -> None:
+    assert delivery_timeout(0) >= 60
+    assert delivery_timeout(300_000) > delivery_timeout(10_000) > delivery_timeout(0)
+    assert delivery_timeout(1000, value_size=1_000_000) > delivery_timeout(1000)
+    assert summarize_indexes([5, 1, 2, 3, 9, 3]) == "5 record(s): 1-3, 5, 9"
+    assert summarize_indexes(range(0, 40, 2), limit=3).endswith("0, 2, 4, ... (17 more ranges)")

@@ -138,8 +138,11 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
             replica selector names another replica anyway).
         key_deserializer, value_deserializer: callables applied to raw key and
             value bytes (``None`` included).
-        fetch_min_bytes, fetch_max_bytes, fetch_max_wait_ms,
-        max_partition_fetch_bytes: Fetch request limits, as in aiokafka.
+        fetch_min_bytes: Fetch request limit, as in aiokafka (``fetch.min.bytes``).
+        fetch_max_bytes: Fetch request limit, as in aiokafka (``fetch.max.bytes``).
+        fetch_max_wait_ms: Fetch request limit, as in aiokafka (``fetch.max.wait.ms``).
+        max_partition_fetch_bytes: Fetch request limit, as in aiokafka
+            (``max.partition.fetch.bytes``).
         max_poll_records: most records :meth:`getmany` returns.  Default: no limit.
         request_timeout_ms: how long to wait for a response.  Default: 40000.
         retry_backoff_ms: pause after errors, growing on repeats.  Default: 100.
@@ -179,10 +182,12 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
             assignors are rack-aware (KIP-881) when members set ``client_rack``.
         enable_auto_commit, auto_commit_interval_ms: commit consumed offsets
             in the background, on revocation and on :meth:`stop`.
-        session_timeout_ms, heartbeat_interval_ms, max_poll_interval_ms,
-        rebalance_timeout_ms: group liveness, as in aiokafka (the rebalance
-            timeout defaults to ``max_poll_interval_ms``).  Without
-            ``group_id`` they are checked, then ignored.
+        session_timeout_ms: group liveness, as in aiokafka.  Without ``group_id`` this
+            and the three below are checked, then ignored.
+        heartbeat_interval_ms: group liveness, as in aiokafka.
+        max_poll_interval_ms: group liveness, as in aiokafka.
+        rebalance_timeout_ms: group liveness, as in aiokafka (default:
+            ``max_poll_interval_ms``).
         group_protocol: ``"classic"`` (default) or ``"consumer"``: the KIP-848 group
             protocol of Kafka 4.0, where the coordinator assigns and members reconcile
             incrementally (Java's ``group.protocol``; see :doc:`groups`).  With

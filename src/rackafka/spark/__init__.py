@@ -1,9 +1,13 @@
 """A PySpark data source that reads Kafka with rackafka, from each executor's own rack.
 
 Spark's own Kafka source gives every executor the same ``kafka.client.rack``; this one lets
-each task find its rack on its executor (``kafka.client.rack=auto``, the default: the
-``RACKAFKA_CLIENT_RACK`` environment variable) and read from the replica in that rack
-(KIP-392). It needs pyspark 4 and pyarrow (``pip install 'rackafka[spark]'``)::
+each task find its rack on its executor and read from the replica in that rack (KIP-392).
+``kafka.client.rack`` unset or ``env`` (the default): the executor's ``RACKAFKA_CLIENT_RACK``
+environment variable, no rack when it is unset, and nothing else is asked. ``auto``: that
+variable when it is set, else the zone the executor detects from its environment,
+Kubernetes labels and the AWS, GCP and Azure metadata services (HTTP requests to them); the
+zone that is one of the brokers' racks wins. Any other value: that rack for every task; an
+empty value: no rack. It needs pyspark 4 and pyarrow (``pip install 'rackafka[spark]'``)::
 
     from pyspark.sql import SparkSession
     import rackafka.spark

@@ -2,7 +2,8 @@
 
 Runs on the executors, in Spark's Python workers: it needs the options and the range it
 was given and nothing from the driver. Each task resolves its own rack
-(``kafka.client.rack=auto``: the executor's ``RACKAFKA_CLIENT_RACK``), reads from the
+(``kafka.client.rack`` unset or ``env``: the executor's ``RACKAFKA_CLIENT_RACK``; ``auto``:
+that variable, else the zone the executor detects), reads from the
 closest replica, and reports the bytes it read per broker rack.
 """
 

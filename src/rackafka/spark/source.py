@@ -118,9 +118,12 @@ class RackafkaDataSource(DataSource):
     The options are those of Spark's Kafka source (``subscribe``, ``subscribePattern``,
     ``assign``, ``startingOffsets``, ``endingOffsets``, ``maxOffsetsPerTrigger``,
     ``minPartitions``, ``includeHeaders``, ``failOnDataLoss``, ``kafka.*``), plus
-    ``kafka.client.rack=auto`` (the default: each task reads the ``RACKAFKA_CLIENT_RACK``
-    environment variable of its executor) and ``rackafka.metricsPath`` (a directory where
-    each task writes what it read from which rack).
+    ``kafka.client.rack`` (unset or ``env``, the default: each task takes the
+    ``RACKAFKA_CLIENT_RACK`` environment variable of its executor, no rack when it is unset,
+    and asks nothing else; ``auto``: that variable when set, else the zone the executor
+    detects, metadata services included; any other value: that rack for every task) and
+    ``rackafka.metricsPath`` (a directory where each task writes what it read from which
+    rack).
     """
 
     #: Spark's ``defaultParallelism`` where the source was registered (see :func:`source_for`).

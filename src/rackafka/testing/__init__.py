@@ -24,6 +24,7 @@ from ._clients import (
     TransactionalProduceResult,
     TransactionResult,
     default_value,
+    delivery_timeout,
 )
 from ._librdkafka import ConfluentKafkaMissingError, LibrdkafkaNotFoundError
 from .cluster import (
@@ -72,6 +73,7 @@ __all__ = [
     "api_key",
     "api_name",
     "default_value",
+    "delivery_timeout",
     "loopback_spark_conf",
     "probe_api_versions",
 ]

@@ -6,11 +6,12 @@ These are test fixtures' helpers, not part of rackafka's consumer: they use ``co
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
@@ -76,7 +77,64 @@ def record_at(
 
 
 class ProduceError(RuntimeError):
-    """Records could not be delivered to the test cluster."""
+    """Records could not be delivered to the test cluster.
+
+    Attributes:
+        missing: the numbers (0-based in the call) of the records that were not delivered,
+            when known.
+    """
+
+    def __init__(self, message: str, missing: Sequence[int] = ()) -> None:
+        super().__init__(message)
+        self.missing: list[int] = sorted(missing)
+
+
+def delivery_timeout(count: int, value_size: int = 100) -> float:
+    """Seconds to wait for ``count`` records of ``value_size`` bytes to be acknowledged:
+    a minute, plus 1 s per 10,000 records and per 10 MB (generous for a slow 2-core
+    machine, which writes well over 50,000 small records a second)."""
+    return 60.0 + count / 10_000 + count * max(value_size, 0) / 10_000_000
+
+
+def summarize_indexes(indexes: Iterable[int], limit: int = 8) -> str:
+    """``"3 records: 0-1, 7"``: sorted record numbers as ranges, at most ``limit`` shown."""
+    ordered = sorted(set(indexes))
+    ranges: list[tuple[int, int]] = []
+    for i in ordered:
+        if ranges and i == ranges[-1][1] + 1:
+            ranges[-1] = (ranges[-1][0], i)
+        else:
+            ranges.append((i, i))
+    shown = ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in ranges[:limit])
+    more = f", ... ({len(ranges) - limit} more ranges)" if len(ranges) > limit else ""
+    return f"{len(ordered)} record(s): {shown}{more}"
+
+
+def missing_message(
+    topic: str,
+    count: int,
+    missing: Sequence[int],
+    timeout: float | None,
+    partition_of: Callable[[int], int | None],
+    first_error: object | None = None,
+) -> str:
+    """Why a produce call failed: which records (by number, and how many per partition)."""
+    per_partition: dict[int | None, int] = {}
+    for i in missing:
+        p = partition_of(i)
+        per_partition[p] = per_partition.get(p, 0) + 1
+    where = ", ".join(
+        f"partition {p}: {n}"
+        for p, n in sorted(per_partition.items(), key=lambda x: x[0] or -1)
+        if p is not None
+    )
+    within = f" within {timeout:.1f}s" if timeout is not None else ""
+    return (
+        f"{len(missing)} of {count} record(s) to {topic!r} not delivered{within}; missing "
+        f"{summarize_indexes(missing)}"
+        + (f" ({where})" if where else "")
+        + (f"; first error: {first_error}" if first_error is not None else "")
+    )
 
 
 @dataclass
@@ -302,26 +360,34 @@ class ClientPool:
         partition: PartitionArg,
         partitions: int,
         timestamp_ms: int | None,
-        timeout: float,
+        timeout: float | None,
     ) -> None:
-        """Produce ``count`` records numbered from ``start_index``, flush, check deliveries."""
+        """Produce ``count`` records numbered from ``start_index``, flush, check deliveries.
+
+        ``timeout``: seconds to wait for the deliveries (None: :func:`delivery_timeout`).
+        """
         if count < 0:
             raise ValueError(f"count must be >= 0, got {count}")
+        if timeout is None:
+            timeout = delivery_timeout(count, value_size)
         errors: list[str] = []
+        delivered = bytearray(count)
 
-        def on_delivery(err: Any, msg: Any) -> None:
+        def on_delivery(n: int, err: Any, msg: Any) -> None:
             if err is not None:
                 errors.append(str(err))
             else:
+                delivered[n] = 1
                 result._record(msg.partition(), msg.offset())
 
         spread = partition == "spread"
-        kwargs: dict[str, Any] = {"on_delivery": on_delivery}
+        kwargs: dict[str, Any] = {}
         if timestamp_ms is not None:
             kwargs["timestamp"] = int(timestamp_ms)
         for n in range(count):
             i = start_index + n
             k, v, h = record_at(i, value_size=value_size, key=key, value=value, headers=headers)
+            kwargs["on_delivery"] = functools.partial(on_delivery, n)
             kwargs["key"] = k
             kwargs["value"] = v
             if h is not None:
@@ -344,14 +410,21 @@ class ClientPool:
         if remaining:
             producer.purge(in_queue=True, in_flight=True)
             producer.flush(1.0)
+        if remaining or errors:
+            missing = [start_index + n for n in range(count) if not delivered[n]]
+
+            def partition_of(i: int) -> int | None:
+                if spread:
+                    return i % partitions
+                return partition if isinstance(partition, int) else None
+
             raise ProduceError(
-                f"{remaining} record(s) to {topic!r} not delivered within {timeout:.1f}s"
-                + (f"; first error: {errors[0]}" if errors else "")
-            )
-        if errors:
-            raise ProduceError(
-                f"{len(errors)} of {count} record(s) to {topic!r} failed; first error: {errors[0]}"
-            )
+                missing_message(
+                    topic, count, missing, timeout if remaining else None, partition_of,
+                    errors[0] if errors else None,
+                ),
+                missing,
+            )  # fmt: skip
 
     def produce(
         self,
@@ -368,7 +441,7 @@ class ClientPool:
         linger_ms: float | None = None,
         timestamp_ms: int | None = None,
         idempotent: bool = False,
-        timeout: float = 30.0,
+        timeout: float | None = None,
     ) -> ProduceResult:
         """See :meth:`rackafka.testing.EmbeddedCluster.produce`."""
         _check_partition_arg(partition)
@@ -379,7 +452,8 @@ class ClientPool:
             idempotent=idempotent,
         )
         producer = self.producer(conf)
-        partitions = self.partition_count(producer, topic, timeout) if partition == "spread" else 0
+        lookup = 60.0 if timeout is None else timeout
+        partitions = self.partition_count(producer, topic, lookup) if partition == "spread" else 0
         result = ProduceResult(topic)
         self.produce_into(
             producer, result, topic, 0, count, value_size=value_size, key=key, value=value,
@@ -400,7 +474,7 @@ class ClientPool:
         partition: PartitionArg = None,
         compression: str = "none",
         transactional_id: str | None = None,
-        timeout: float = 30.0,
+        timeout: float | None = None,
     ) -> TransactionalProduceResult:
         """See :meth:`rackafka.testing.EmbeddedCluster.produce_transactional`."""
         _check_partition_arg(partition)
@@ -417,6 +491,8 @@ class ClientPool:
             if not isinstance(n, int) or n < 1:
                 raise ValueError(f"a transaction needs a record count >= 1, got {n!r}")
             steps.append((action == "commit", n))
+        if timeout is None:
+            timeout = delivery_timeout(sum(n for _c, n in steps), value_size)
         conf = self._base_conf()
         conf.update(
             self.producer_conf(

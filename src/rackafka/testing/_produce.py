@@ -21,6 +21,8 @@ from ._clients import (
     ValueArg,
     _check_compression,
     _check_partition_arg,
+    delivery_timeout,
+    missing_message,
     record_at,
 )
 
@@ -48,13 +50,17 @@ async def produce_with_rackafka(
     linger_ms: float | None = None,
     timestamp_ms: int | None = None,
     idempotent: bool = False,
-    timeout: float = 30.0,
+    timeout: float | None = None,
 ) -> ProduceResult:
     """Produce ``count`` numbered records with :class:`rackafka.AIOKafkaProducer` and wait
     for every acknowledgement (``acks="all"``); see ``EmbeddedCluster.produce``.
 
+    ``timeout``: seconds for the whole call (default: :func:`delivery_timeout`, which grows
+    with the records and bytes).
+
     Raises:
-        ProduceError: some records were not delivered within ``timeout``.
+        ProduceError: some records were not delivered within ``timeout``; it says which
+            (record numbers, and how many per partition).
     """
     from rackafka.producer.producer import AIOKafkaProducer
 
@@ -64,6 +70,8 @@ async def produce_with_rackafka(
         raise ValueError(f"count must be >= 0, got {count}")
     if batch_size is not None and batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    if timeout is None:
+        timeout = delivery_timeout(count, value_size)
     batch = batch_size if batch_size is not None else _DEFAULT_BATCH_BYTES
     if linger_ms is None:
         linger_ms = 5 if batch_size is None else 50
@@ -76,62 +84,83 @@ async def produce_with_rackafka(
         max_batch_size=batch,
         max_request_size=max(1_048_576, batch + 65_536),
         linger_ms=int(linger_ms),
-        request_timeout_ms=max(1000, int(timeout * 1000)),
+        request_timeout_ms=max(1000, int(min(timeout, 120.0) * 1000)),
     )
     result = ProduceResult(topic)
     errors: list[BaseException] = []
+    delivered = bytearray(count)
+    partitions = 0
+    pending: list[tuple[int, asyncio.Future[Any]]] = []
 
     async def run() -> None:
+        nonlocal partitions
         partitions = len(await producer.partitions_for(topic)) if partition == "spread" else 0
-        pending: list[asyncio.Future[Any]] = []
         for i in range(count):
             k, v, h = record_at(i, value_size=value_size, key=key, value=value, headers=headers)
             if partition == "spread":
                 p: int | None = i % partitions
             else:
                 p = partition if isinstance(partition, int) else None
-            pending.append(
-                await producer.send(
-                    topic,
-                    _as_bytes(v),
-                    key=_as_bytes(k),
-                    partition=p,
-                    timestamp_ms=timestamp_ms,
-                    headers=[(n, _as_bytes(hv)) for n, hv in h] if h is not None else None,
-                )
+            future = await producer.send(
+                topic,
+                _as_bytes(v),
+                key=_as_bytes(k),
+                partition=p,
+                timestamp_ms=timestamp_ms,
+                headers=[(n, _as_bytes(hv)) for n, hv in h] if h is not None else None,
             )
+            pending.append((i, future))
             if len(pending) >= _GATHER_EVERY:
-                await _collect(pending, result, errors)
-        await _collect(pending, result, errors)
+                await _collect(pending, result, errors, delivered)
+        await _collect(pending, result, errors, delivered)
 
     async def start_and_run() -> None:
         await producer.start()
         await run()
 
+    def partition_of(i: int) -> int | None:
+        if partition == "spread":
+            return i % partitions if partitions else None
+        return partition if isinstance(partition, int) else None
+
+    def failure(within: float | None) -> ProduceError:
+        # Acknowledgements that arrived but were not collected yet count as delivered.
+        for i, future in pending:
+            if future.done() and not future.cancelled() and future.exception() is None:
+                delivered[i] = 1
+        missing = [i for i in range(count) if not delivered[i]]
+        first = errors[0] if errors else None
+        return ProduceError(
+            missing_message(topic, count, missing, within, partition_of, first), missing
+        )
+
     try:
         await asyncio.wait_for(start_and_run(), timeout)
     except asyncio.TimeoutError:
-        raise ProduceError(
-            f"{count - result.count} record(s) to {topic!r} not delivered within {timeout:.1f}s"
-            + (f"; first error: {errors[0]}" if errors else "")
-        ) from None
+        raise failure(timeout) from None
     except KafkaError as exc:
-        raise ProduceError(f"records to {topic!r} not delivered: {exc}") from exc
+        raise ProduceError(
+            f"records to {topic!r} not delivered: {exc}",
+            [i for i in range(count) if not delivered[i]],
+        ) from exc
     finally:
         await producer.stop()
     if errors:
-        raise ProduceError(
-            f"{len(errors)} of {count} record(s) to {topic!r} failed; first error: {errors[0]}"
-        )
+        raise failure(None)
     return result
 
 
 async def _collect(
-    pending: list[asyncio.Future[Any]], result: ProduceResult, errors: list[BaseException]
+    pending: list[tuple[int, asyncio.Future[Any]]],
+    result: ProduceResult,
+    errors: list[BaseException],
+    delivered: bytearray,
 ) -> None:
-    for outcome in await asyncio.gather(*pending, return_exceptions=True):
+    outcomes = await asyncio.gather(*(f for _i, f in pending), return_exceptions=True)
+    for (i, _f), outcome in zip(pending, outcomes):
         if isinstance(outcome, BaseException):
             errors.append(outcome)
         else:
+            delivered[i] = 1
             result._record(outcome.partition, outcome.offset)
     pending.clear()

@@ -313,7 +313,7 @@ class _ClientMixin:
         linger_ms: float | None = None,
         timestamp_ms: int | None = None,
         idempotent: bool = False,
-        timeout: float = 30.0,
+        timeout: float | None = None,
     ) -> ProduceResult:
         """Write ``count`` records with a ``confluent_kafka.Producer`` and wait for them.
 
@@ -340,13 +340,15 @@ class _ClientMixin:
             linger_ms: the producer's ``linger.ms``.
             timestamp_ms: CreateTime of every record (default: now).
             idempotent: use an idempotent producer (batches carry producer id/sequence).
-            timeout: seconds to wait for the deliveries.
+            timeout: seconds to wait for the deliveries (default: a minute plus 1 s per
+                10,000 records and per 10 MB, :func:`~rackafka.testing.delivery_timeout`).
 
         Returns:
             a :class:`ProduceResult` with the count and per-partition counts and offsets.
 
         Raises:
-            ProduceError: some records were not delivered.
+            ProduceError: some records were not delivered; its message and ``missing``
+                say which (record numbers, and how many per partition).
         """
         return self._clients().produce(
             topic, count, value_size=value_size, key=key, value=value, headers=headers,
@@ -387,7 +389,7 @@ class _ClientMixin:
         partition: PartitionArg = None,
         compression: str = "none",
         transactional_id: str | None = None,
-        timeout: float = 30.0,
+        timeout: float | None = None,
     ) -> TransactionalProduceResult:
         """Write transactions, e.g. ``[("commit", 10), ("abort", 5), ("commit", 3)]``.
 

@@ -46,7 +46,7 @@ def _partition(data: dict[str, Any]) -> PartitionInfo:
         replicas=tuple(int(r) for r in data["replicas"]),
         leader_epoch=data.get("leader_epoch"),
         preferred_read_replica=int(data.get("preferred_read_replica", -1)),
-        follower_watermarks=tuple(data.get("follower_watermarks", (-1, -1)))[:2],  # type: ignore[arg-type]
+        follower_watermarks=tuple(data.get("follower_watermarks", (-1, -1)))[:2],
     )
 
 
@@ -226,8 +226,7 @@ class ServedCluster:
             wait = 1.0 if deadline is None else min(1.0, deadline - time.monotonic())
             if wait <= 0:
                 raise ServedClusterError(
-                    f"the served cluster did not answer within {self.start_timeout:.0f} s "
-                    f"{doing}"
+                    f"the served cluster did not answer within {self.start_timeout:.0f} s {doing}"
                 )
             try:
                 line = self._lines.get(timeout=wait)
