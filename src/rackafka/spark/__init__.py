@@ -7,7 +7,7 @@ environment variable, no rack when it is unset, and nothing else is asked. ``aut
 variable when it is set, else the zone the executor detects from its environment,
 Kubernetes labels and the AWS, GCP and Azure metadata services (HTTP requests to them); the
 zone that is one of the brokers' racks wins. Any other value: that rack for every task; an
-empty value: no rack. It needs pyspark 4 and pyarrow (``pip install 'rackafka[spark]'``)::
+empty value: no rack. It needs pyspark 4 and pyarrow (``pip install '.[spark]'``)::
 
     from pyspark.sql import SparkSession
     import rackafka.spark

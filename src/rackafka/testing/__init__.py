@@ -1,7 +1,7 @@
 """Test helpers: an embedded multi-rack Kafka cluster and a pytest plugin.
 
 :class:`EmbeddedCluster` runs librdkafka's mock Kafka brokers in-process (from the
-``confluent-kafka`` package: ``pip install rackafka[testing]``), spread over racks, with fault
+``confluent-kafka`` package: ``pip install '.[testing]'``), spread over racks, with fault
 injection for rack-aware fetching (KIP-392): preferred read replicas, lagging followers,
 leader moves, brokers going down, request errors, old API versions and request tracking.
 
