@@ -264,11 +264,11 @@ class ClientPool:
         if self._closed:
             raise RuntimeError("the cluster's clients were closed")
 
-    def metadata(self, timeout: float = 10.0) -> Any:
+    def metadata(self, timeout: float = 30.0) -> Any:
         """Cluster metadata (all topics) as seen by ``AdminClient.list_topics``."""
         return self.admin().list_topics(timeout=timeout)
 
-    def describe_cluster(self, timeout: float = 10.0) -> Any:
+    def describe_cluster(self, timeout: float = 30.0) -> Any:
         """``AdminClient.describe_cluster`` result (nodes with racks, controller)."""
         future = self.admin().describe_cluster(request_timeout=timeout)
         return future.result()

@@ -139,10 +139,8 @@ async def produce_with_rackafka(
     except asyncio.TimeoutError:
         raise failure(timeout) from None
     except KafkaError as exc:
-        raise ProduceError(
-            f"records to {topic!r} not delivered: {exc}",
-            [i for i in range(count) if not delivered[i]],
-        ) from exc
+        errors.insert(0, exc)
+        raise failure(None) from exc
     finally:
         await producer.stop()
     if errors:

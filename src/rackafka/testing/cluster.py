@@ -481,7 +481,7 @@ class EmbeddedCluster(_ClientMixin):
         racks: Sequence[str] | None = DEFAULT_RACKS,
         *,
         group_initial_rebalance_delay_ms: int = 0,
-        metadata_timeout: float = 10.0,
+        metadata_timeout: float = 30.0,
         security_protocol: str = "PLAINTEXT",
         sasl_mechanisms: Sequence[str] | None = None,
         users: dict[str, str] | None = None,
