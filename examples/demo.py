@@ -306,7 +306,10 @@ class DemoReport:
         produce_seconds: time taken to produce them.
         brokers: broker id -> rack.
         leaders_by_rack: rack -> number of partitions its broker leads.
-        runs: the consumer runs, without and with ``client_rack``.
+        runs: the consumer runs, without and with ``client_rack``: of each, the run with the
+            median records/s.
+        repeats: every consumer run, ``runs`` included (``repeat`` of each, alternating);
+            each must pass the checks.
         group: the 3-rack consumer group with the classic protocol and rack-aware
             assignment (None when it was not run).
         kip848_group: the same group with the KIP-848 protocol (None when not run).
@@ -320,11 +323,12 @@ class DemoReport:
     runs: list[RunResult]
     group: GroupResult | None = None
     kip848_group: GroupResult | None = None
+    repeats: list[RunResult] = field(default_factory=list)
 
     def failures(self) -> list[str]:
         """Why the demo failed; empty when every check passed."""
         problems: list[str] = []
-        for run in self.runs:
+        for run in self.runs + [r for r in self.repeats if r not in self.runs]:
             if not run.exactly_once:
                 problems.append(_not_exactly_once(run))
             if run.client_rack is not None and run.cross_rack_bytes != 0:
@@ -791,6 +795,7 @@ async def run_demo(
     group_protocol: str = "both",
     echo: Callable[[str], None] | None = None,
     engine: str | None = None,
+    repeat: int = 1,
 ) -> DemoReport:
     """Start the cluster, produce, consume twice, then as a group, and return the results.
 
@@ -806,6 +811,8 @@ async def run_demo(
         echo: called with progress lines (default: silent).
         engine: the cluster's engine, ``python -m rackafka.testing serve --engine`` (None:
             the embedded brokers).
+        repeat: read the first topic this many times without and with ``client_rack``
+            (alternating); the report shows the run with the median records/s of each.
 
     Raises:
         ValueError: the arguments do not fit the embedded brokers.
@@ -825,6 +832,8 @@ async def run_demo(
         )
     if records < 1:
         raise ValueError(f"--records must be >= 1, got {records}")
+    if repeat < 1:
+        raise ValueError(f"--repeat must be >= 1, got {repeat}")
     if engine in (None, "embedded"):
         _check_fits(records, partitions, "--partitions")
         if group:
@@ -864,24 +873,31 @@ async def run_demo(
                     f"partition {p}: {produced.counts[p]} records acknowledged at offsets "
                     f"{first}..{last}, not one offset each"
                 )
-        runs: list[RunResult] = []
-        # A consumer without client_rack sends an empty rack id: Kafka's
-        # RackAwareReplicaSelector then names no preferred replica, so the leaders serve it.
-        say(f"consumer  in {client_rack}: reading everything without client_rack ...")
-        runs.append(
-            await consume_all(
-                cluster, partitions, expected,
-                label="without client_rack", client_rack=None, home_rack=client_rack,
-            )
-        )  # fmt: skip
-        say(f'consumer  in {client_rack}: reading everything with client_rack="{client_rack}" ...')
-        runs.append(
-            await consume_all(
-                cluster, partitions, expected,
-                label=f'client_rack="{client_rack}"', client_rack=client_rack,
-                home_rack=client_rack,
-            )
-        )  # fmt: skip
+        without: list[RunResult] = []
+        with_rack: list[RunResult] = []
+        times = f" ({repeat} times each, alternating)" if repeat > 1 else ""
+        say(
+            f"consumer  in {client_rack}: reading everything without client_rack, then with "
+            f'client_rack="{client_rack}"{times} ...'
+        )
+        for _round in range(repeat):
+            # A consumer without client_rack sends an empty rack id: Kafka's
+            # RackAwareReplicaSelector then names no preferred replica, so the leaders
+            # serve it.
+            without.append(
+                await consume_all(
+                    cluster, partitions, expected,
+                    label="without client_rack", client_rack=None, home_rack=client_rack,
+                )
+            )  # fmt: skip
+            with_rack.append(
+                await consume_all(
+                    cluster, partitions, expected,
+                    label=f'client_rack="{client_rack}"', client_rack=client_rack,
+                    home_rack=client_rack,
+                )
+            )  # fmt: skip
+        runs = [_median_run(without), _median_run(with_rack)]
         group_result = kip848_result = None
         if group and group_protocol in ("classic", "both"):
             say("")
@@ -903,7 +919,14 @@ async def run_demo(
         runs=runs,
         group=group_result,
         kip848_group=kip848_result,
+        repeats=[r for pair in zip(without, with_rack) for r in pair],
     )
+
+
+def _median_run(runs: Sequence[RunResult]) -> RunResult:
+    """The run with the median records/s (of an even number, the lower middle one)."""
+    ordered = sorted(runs, key=lambda r: r.records_per_second)
+    return ordered[(len(ordered) - 1) // 2]
 
 
 def _mb(n: int) -> str:
@@ -948,9 +971,11 @@ def format_report(report: DemoReport) -> str:
 
     out = ["", line(header), "  ".join("-" * w for w in widths)]
     out += [line(r) for r in rows]
+    rounds = len(report.repeats) // max(len(report.runs), 1)
+    median = f"median of {rounds} runs each, " if rounds > 1 else ""
     out.append(
-        "(records/s: rackafka's consumer in this process, from its creation to the last "
-        "record;\n the brokers and the replica selector run in the cluster's own process)"
+        f"(records/s: {median}rackafka's consumer in this process, from its creation to the "
+        "last\n record; the brokers and the replica selector run in the cluster's own process)"
     )
     out.append("")
     racks = sorted(report.brokers.items())
@@ -1127,6 +1152,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
             "(KIP-848, the coordinator assigns), or both side by side (default: both)"
         ),
     )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="read the first topic this many times without and with client_rack and show "
+        "the median records/s of each (default: 3)",
+    )
     parser.add_argument("--no-group", action="store_true", help="skip the consumer group part")
     parser.add_argument(
         "--engine",
@@ -1170,6 +1202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 group_protocol=args.group_protocol,
                 echo=lambda s: print(s, flush=True),
                 engine=args.engine,
+                repeat=args.repeat,
             )
         )
     except ServedClusterError as exc:

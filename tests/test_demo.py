@@ -64,6 +64,8 @@ def test_main_prints_exactly_once_and_all_bytes_from_own_rack(
     without = rows["without client_rack"][2:]
     assert without[3:] == [f"{RECORDS:,}", "0", "0", "yes"], out
     assert f"OK: all {RECORDS:,} records arrived exactly once" in out
+    assert "(records/s: median of 3 runs each, rackafka's consumer in this process" in out
+    assert "produced  6,000 records of 100 B (0.6 MB of values) in " in out
 
     # The group part: one row per member (rack, partitions, own rack, other racks, records),
     # then the group's row.
@@ -146,6 +148,18 @@ def test_failures_are_reported(report: Any) -> None:
         assert not bad.ok
         assert any(reason in f for f in bad.failures())
         assert "FAILED" in demo.format_report(bad)
+
+
+def test_every_repeated_run_is_checked(report: Any) -> None:
+    assert report.repeats == report.runs  # one round by default
+    lost = dataclasses.replace(report.runs[0], unique=RECORDS - 1, missing=1)
+    bad = dataclasses.replace(report, repeats=[*report.repeats, lost])
+    assert any("not exactly once" in f for f in bad.failures())
+    fast = dataclasses.replace(report.runs[0], seconds=report.runs[0].seconds / 2)
+    slow = dataclasses.replace(report.runs[0], seconds=report.runs[0].seconds * 2)
+    assert demo._median_run([fast, slow, report.runs[0]]) is report.runs[0]
+    with pytest.raises(ValueError, match="--repeat"):
+        asyncio.run(demo.run_demo(10, repeat=0))
 
 
 def test_arguments_that_do_not_fit_the_cluster_are_refused(
