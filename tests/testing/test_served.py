@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -98,3 +99,13 @@ def test_arguments_are_checked_and_passed_to_serve() -> None:
     assert args.group_initial_rebalance_delay_ms == 0
     with pytest.raises(ServedClusterError, match="not started"):
         _ = cluster.bootstrap_servers
+
+
+def test_a_server_that_never_answers_is_stopped(tmp_path: Path) -> None:
+    silent = tmp_path / "silent"
+    silent.write_text("#!/bin/sh\nexec sleep 600\n")
+    silent.chmod(0o755)
+    cluster = ServedCluster(python=str(silent), start_timeout=1.0)
+    with pytest.raises(ServedClusterError, match="did not answer within 1 s to start"):
+        cluster.start()
+    assert not cluster.running  # stopped, not left behind

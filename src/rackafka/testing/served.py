@@ -190,17 +190,16 @@ class ServedCluster:
             target=self._pump, args=(proc, self._lines), name="served-cluster-stdout", daemon=True
         ).start()
         deadline = time.monotonic() + self.start_timeout
-        while True:
-            line = self._next_line(deadline, "to start")
-            if line.startswith("ERR"):
-                self.close()
-                raise ServedClusterError(f"the cluster could not start: {line[4:]}")
-            key, sep, value = line.partition("=")
-            if sep:
-                self.startup[key] = value
-            if key == "BOOTSTRAP":
-                break
         try:
+            while True:
+                line = self._next_line(deadline, "to start")
+                if line.startswith("ERR"):
+                    raise ServedClusterError(f"the cluster could not start: {line[4:]}")
+                key, sep, value = line.partition("=")
+                if sep:
+                    self.startup[key] = value
+                if key == "BOOTSTRAP":
+                    break
             self._brokers = {
                 int(n): BrokerInfo(int(n), b["host"], int(b["port"]), b.get("rack"))
                 for n, b in self.info()["brokers"].items()
