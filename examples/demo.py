@@ -984,7 +984,8 @@ def format_report(report: DemoReport) -> str:
         served = ", ".join(f"{rack} {_mb(run.served_bytes.get(n, 0))}" for n, rack in racks)
         out.append(f"{run.label}:")
         out.append(f"  record bytes by rack    {per_rack}  (consumer.fetch_stats())")
-        out.append(f"  served by the brokers   {served}  (counted by the brokers)")
+        if run.served_bytes:  # counted by the front; an engine without one counts nothing
+            out.append(f"  served by the brokers   {served}  (counted by the brokers)")
     with_rack = [r for r in report.runs if r.client_rack is not None]
     if with_rack and with_rack[0].total_bytes and not with_rack[0].cross_rack_bytes:
         out.append(
