@@ -72,6 +72,12 @@ def _partition_json(info: PartitionInfo) -> dict[str, Any]:
     return data
 
 
+def _process_of(cluster: Any, node_id: int) -> dict[str, Any]:
+    """``{"pid": ...}`` of a real broker's JVM (None when down); nothing for the mock."""
+    pid_of = getattr(type(cluster), "broker_pid", None)
+    return {"pid": pid_of(cluster, node_id)} if pid_of is not None else {}
+
+
 def _dumps(data: Any) -> str:
     return json.dumps(data, separators=(",", ":"), sort_keys=True)
 
@@ -177,6 +183,7 @@ class CommandInterpreter:
                     "port": b.port,
                     "rack": b.rack,
                     "up": b.node_id not in c.down_brokers,
+                    **_process_of(c, b.node_id),
                 }
                 for b in c.brokers.values()
             },

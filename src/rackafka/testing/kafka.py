@@ -485,6 +485,9 @@ class KafkaCluster(_ClientMixin):
             storage is formatted).
         session_lifetime_ms: ``connections.max.reauth.ms`` of the secured listener (KIP-368).
         require_client_cert: mutual TLS.
+        plaintext_bootstrap: True to have :attr:`bootstrap_servers` name the PLAINTEXT
+            listeners even when a secured listener is configured (one cluster for plain and
+            secured tests; ``front.bootstrap_servers`` names the secured listeners).
         group_initial_rebalance_delay_ms: ``group.initial.rebalance.delay.ms`` (default 0).
         broker_config: more ``server.properties`` entries for every broker (override ours).
         jvm_options: the JVM options (default :data:`DEFAULT_JVM_OPTIONS`).
@@ -516,6 +519,7 @@ class KafkaCluster(_ClientMixin):
         users: Mapping[str, str] | None = None,
         session_lifetime_ms: int | None = None,
         require_client_cert: bool = False,
+        plaintext_bootstrap: bool = False,
         group_initial_rebalance_delay_ms: int = 0,
         broker_config: Mapping[str, Any] | None = None,
         jvm_options: Sequence[str] | None = None,
@@ -549,6 +553,7 @@ class KafkaCluster(_ClientMixin):
         self._stop_timeout = stop_timeout
         self._metadata_timeout = 30.0
         self._security: KafkaSecurity | None = None
+        self._plaintext_bootstrap = plaintext_bootstrap
         if security_protocol != "PLAINTEXT":
             self._security = KafkaSecurity(
                 security_protocol,
@@ -996,7 +1001,7 @@ class KafkaCluster(_ClientMixin):
         """``"127.0.0.1:port,..."`` of every broker in id order: the secured listeners when
         ``security_protocol`` is not PLAINTEXT, else the plain ones."""
         self._clients()
-        if self._security is not None:
+        if self._security is not None and not self._plaintext_bootstrap:
             return self._security.bootstrap_servers
         return self.plaintext_bootstrap_servers
 
