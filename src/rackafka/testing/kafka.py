@@ -77,6 +77,9 @@ logger.request.name = kafka.request.logger
 logger.request.level = WARN
 logger.kafka.name = org.apache.kafka
 logger.kafka.level = INFO
+# Why an authentication failed is only logged at DEBUG.
+logger.security.name = org.apache.kafka.common.security
+logger.security.level = DEBUG
 """
 
 
