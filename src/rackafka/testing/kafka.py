@@ -498,12 +498,11 @@ class KafkaCluster(_ClientMixin):
         startup_timeout: seconds to wait for the cluster (and a restarted broker).
         stop_timeout: seconds a broker has to stop after SIGTERM before SIGKILL.
 
-    Raises (from :meth:`start`):
-        JavaNotFoundError: no Java 17+.
-        KafkaJarsError: the jars are not cached and cannot be downloaded.
-        KafkaPortInUseError: a port was taken by another process.
-        KafkaClusterError: a broker died or the cluster did not come up in time (the
-            message names the kept log directory and ends with the broker's last log lines).
+    :meth:`start` raises :class:`JavaNotFoundError` (no Java 17+), :class:`KafkaJarsError`
+    (the jars are not cached and cannot be downloaded), :class:`KafkaPortInUseError` (a port
+    was taken by another process) or :class:`KafkaClusterError` (a broker died or the
+    cluster did not come up in time; the message names the kept log directory and ends
+    with the broker's last log lines).
     """
 
     supports_fault_injection = False
