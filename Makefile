@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test venv lint typecheck docs unit demo bench-records bench-consume bench-produce bench-spark clean
+.PHONY: test venv kafka-jars lint typecheck docs unit demo bench-records bench-consume bench-produce bench-spark clean
 
 venv: $(STAMP)
 
@@ -25,10 +25,18 @@ typecheck: venv
 docs: venv
 	$(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
 
+# Apache Kafka's broker jars for the real-Kafka tests (tests/kafka): resolved once with Maven
+# from Maven Central into ~/.cache/rackafka/kafka (RACKAFKA_KAFKA_CACHE), checksums verified.
+# Where they cannot be had, only RACKAFKA_REQUIRE_KAFKA=1 (CI) makes this fail; elsewhere the
+# real-Kafka tests skip with the reason.
+kafka-jars: venv
+	$(BIN)/python -m rackafka.testing kafka-jars || { [ -z "$$RACKAFKA_REQUIRE_KAFKA" ] && \
+		echo "warning: no Kafka jars: the real-Kafka tests (tests/kafka) will skip" >&2; }
+
 unit: venv
 	$(BIN)/pytest -q $(PYTEST_ARGS)
 
-test: lint typecheck docs unit
+test: lint typecheck docs kafka-jars unit
 
 BENCH_VENV ?= .venv-bench
 $(BENCH_VENV)/.installed: pyproject.toml

@@ -5,6 +5,9 @@
 injection for rack-aware fetching (KIP-392): preferred read replicas, lagging followers,
 leader moves, brokers going down, request errors, old API versions and request tracking.
 
+:class:`KafkaCluster` runs real Apache Kafka brokers (JVMs, jars from Maven Central) in
+racks, for the tests that only real Kafka can settle.
+
 :class:`FakeBroker` is a small broker of rackafka's own whose every answer a test can
 replace, for hostile-input and fault tests.
 
@@ -37,6 +40,14 @@ from .cluster import (
 )
 from .compose import ComposeCluster, DockerUnavailableError, FaultInjectionUnsupportedError
 from .fake_broker import NO_RESPONSE, FakeBroker, FakeRequest
+from .kafka import (
+    KafkaCluster,
+    KafkaClusterError,
+    KafkaPortInUseError,
+    KafkaSecurity,
+    unsecured_oauth_token,
+)
+from .kafka_dist import JavaNotFoundError, KafkaJarsError
 from .secure_front import FrontStats, SecureFront
 from .served import ServedCluster, ServedClusterError
 from .spark_standalone import SparkStandaloneCluster, SparkUnavailableError, loopback_spark_conf
@@ -56,6 +67,12 @@ __all__ = [
     "FakeBroker",
     "FakeRequest",
     "FaultInjectionUnsupportedError",
+    "JavaNotFoundError",
+    "KafkaCluster",
+    "KafkaClusterError",
+    "KafkaJarsError",
+    "KafkaPortInUseError",
+    "KafkaSecurity",
     "FrontStats",
     "LibrdkafkaNotFoundError",
     "NO_RESPONSE",
@@ -76,4 +93,5 @@ __all__ = [
     "delivery_timeout",
     "loopback_spark_conf",
     "probe_api_versions",
+    "unsecured_oauth_token",
 ]

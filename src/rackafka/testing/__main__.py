@@ -1,4 +1,10 @@
-"""``python -m rackafka.testing serve``: run an embedded cluster for another process.
+"""``python -m rackafka.testing serve``: run a test cluster for another process.
+
+``--engine mock`` (the default) runs librdkafka's mock brokers in-process
+(:class:`~rackafka.testing.EmbeddedCluster`); ``--engine kafka`` runs real Apache Kafka
+brokers as JVMs (:class:`~rackafka.testing.KafkaCluster`), where the fault-injection
+commands of the mock answer ``ERR`` and ``broker-down``/``broker-up`` stop and restart a
+broker's JVM. ``python -m rackafka.testing kafka-jars`` downloads the Kafka jars once.
 
 The server prints ``BOOTSTRAP=host:port,...`` on one line once the topics are created and
 filled, then reads control commands on stdin, one per line, and answers each with one line,
@@ -24,12 +30,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from types import FrameType
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, Union
 
 from ._api import api_key
 from ._clients import COMPRESSION_TYPES
 from .cluster import EmbeddedCluster, PartitionInfo
 from .secure_front import REPLICA_SELECTORS
+
+if TYPE_CHECKING:
+    from .kafka import KafkaCluster
 
 __all__ = ["CommandInterpreter", "main"]
 
@@ -66,6 +75,12 @@ def _partition_json(info: PartitionInfo) -> dict[str, Any]:
     data["replicas"] = list(info.replicas)
     data["follower_watermarks"] = list(info.follower_watermarks)
     return data
+
+
+def _process_of(cluster: Any, node_id: int) -> dict[str, Any]:
+    """``{"pid": ...}`` of a real broker's JVM (None when down); nothing for the mock."""
+    pid_of = getattr(type(cluster), "broker_pid", None)
+    return {"pid": pid_of(cluster, node_id)} if pid_of is not None else {}
 
 
 def _dumps(data: Any) -> str:
@@ -108,11 +123,12 @@ class CommandInterpreter:
     """Executes the ``serve`` control commands against a running cluster.
 
     Arguments:
-        cluster: the running :class:`EmbeddedCluster`.
+        cluster: the running :class:`EmbeddedCluster` or :class:`KafkaCluster`.
     """
 
-    def __init__(self, cluster: EmbeddedCluster) -> None:
-        self.cluster = cluster
+    def __init__(self, cluster: Union[EmbeddedCluster, KafkaCluster]) -> None:
+        # A KafkaCluster answers the mock-only calls with FaultInjectionUnsupportedError.
+        self.cluster: Any = cluster
         self._commands: dict[str, Callable[[list[str]], Any]] = {
             name: getattr(self, "_cmd_" + name.replace("-", "_")) for name in _HELP
         }
@@ -173,6 +189,7 @@ class CommandInterpreter:
                     "port": b.port,
                     "rack": b.rack,
                     "up": b.node_id not in c.down_brokers,
+                    **_process_of(c, b.node_id),
                 }
                 for b in c.brokers.values()
             },
@@ -371,6 +388,25 @@ def _parser() -> argparse.ArgumentParser:
             "SIGTERM or SIGINT (or the end of input, with --exit-on-eof)."
         ),
     )
+    serve.add_argument(
+        "--engine",
+        choices=("mock", "kafka"),
+        default="mock",
+        help=(
+            "mock: librdkafka's mock brokers in-process (default, with fault injection); "
+            "kafka: real Apache Kafka brokers (JVMs, Java 17+; jars from Maven Central)"
+        ),
+    )
+    serve.add_argument(
+        "--kafka-version",
+        default=None,
+        help="Apache Kafka release for --engine kafka (default: RACKAFKA_KAFKA_VERSION or the pin)",
+    )
+    serve.add_argument(
+        "--kafka-work-dir",
+        default=None,
+        help="--engine kafka: keep the brokers' data and logs in this directory",
+    )
     serve.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
     serve.add_argument(
         "--racks",
@@ -458,7 +494,8 @@ def _parser() -> argparse.ArgumentParser:
         "--session-lifetime-ms",
         type=int,
         default=None,
-        help="SASL session lifetime the front grants (KIP-368 re-authentication)",
+        help="SASL session lifetime (KIP-368 re-authentication; connections.max.reauth.ms "
+        "with --engine kafka)",
     )
     serve.add_argument(
         "--require-client-cert",
@@ -466,6 +503,18 @@ def _parser() -> argparse.ArgumentParser:
         help="mutual TLS (prints CLIENT_CERT=... and CLIENT_KEY=...)",
     )
     serve.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
+    jars = sub.add_parser(
+        "kafka-jars",
+        help="download Apache Kafka's broker jars once (Maven Central, checksums verified)",
+        description=(
+            "Resolve the runtime jars of Apache Kafka's broker with Maven into the cache "
+            "(RACKAFKA_KAFKA_CACHE or ~/.cache/rackafka/kafka), check their SHA-256 and "
+            "print the directory."
+        ),
+    )
+    jars.add_argument("--kafka-version", default=None, help="default: the pinned release")
+    jars.add_argument("--cache-dir", default=None, help="default: RACKAFKA_KAFKA_CACHE or ~/.cache")
+    jars.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
     return parser
 
 
@@ -474,6 +523,52 @@ def _user_spec(text: str) -> tuple[str, str]:
     if not sep or not name or not password:
         raise argparse.ArgumentTypeError("a user is NAME:PASSWORD")
     return name, password
+
+
+def _make_cluster(
+    args: argparse.Namespace, racks: list[str], security: dict[str, Any]
+) -> EmbeddedCluster | KafkaCluster:
+    engine = getattr(args, "engine", "mock")
+    if engine == "kafka":
+        from .kafka import KafkaCluster
+
+        if args.emulate_rack or args.track_requests:
+            raise ValueError(
+                "--emulate-rack and --track-requests need --engine mock (real brokers run "
+                "Kafka's own RackAwareReplicaSelector and track nothing)"
+            )
+        selector = getattr(args, "replica_selector", None)
+        if selector not in (None, "rack-aware"):
+            raise ValueError(
+                f"--replica-selector {selector} needs --engine mock (real brokers run "
+                "Kafka's own RackAwareReplicaSelector)"
+            )
+        broker_config: dict[str, Any] = {}
+        heartbeat = getattr(args, "consumer_group_heartbeat_interval_ms", None)
+        session = getattr(args, "consumer_group_session_timeout_ms", None)
+        if heartbeat is not None:
+            broker_config["group.consumer.heartbeat.interval.ms"] = heartbeat
+            broker_config["group.consumer.min.heartbeat.interval.ms"] = min(heartbeat, 5000)
+        if session is not None:
+            broker_config["group.consumer.session.timeout.ms"] = session
+            broker_config["group.consumer.min.session.timeout.ms"] = min(session, 45000)
+        return KafkaCluster(
+            brokers=args.brokers,
+            racks=racks,
+            kafka_version=args.kafka_version,
+            work_dir=args.kafka_work_dir,
+            keep_work_dir=args.kafka_work_dir is not None,
+            group_initial_rebalance_delay_ms=getattr(args, "group_initial_rebalance_delay_ms", 0),
+            broker_config=broker_config,
+            **security,
+        )
+    return EmbeddedCluster(
+        brokers=args.brokers,
+        racks=racks,
+        replica_selector=getattr(args, "replica_selector", None),
+        group_initial_rebalance_delay_ms=getattr(args, "group_initial_rebalance_delay_ms", 0),
+        **security,
+    )
 
 
 def serve(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
@@ -489,7 +584,7 @@ def serve(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
             previous[sig] = signal.signal(sig, on_signal)
         except ValueError:  # pragma: no cover - not the main thread
             pass
-    cluster: EmbeddedCluster | None = None
+    cluster: EmbeddedCluster | KafkaCluster | None = None
     try:
         try:
             security: dict[str, Any] = {}
@@ -502,19 +597,13 @@ def serve(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
                     "session_lifetime_ms": args.session_lifetime_ms,
                     "require_client_cert": args.require_client_cert,
                 }
-            cluster = EmbeddedCluster(
-                brokers=args.brokers,
-                racks=racks,
-                replica_selector=getattr(args, "replica_selector", None),
-                group_initial_rebalance_delay_ms=getattr(
-                    args, "group_initial_rebalance_delay_ms", 0
-                ),
-                **security,
-            )
+            cluster = _make_cluster(args, racks, security)
             cluster.start()
             heartbeat = getattr(args, "consumer_group_heartbeat_interval_ms", None)
             session = getattr(args, "consumer_group_session_timeout_ms", None)
-            if heartbeat is not None or session is not None:
+            if isinstance(cluster, EmbeddedCluster) and (
+                heartbeat is not None or session is not None
+            ):
                 cluster.set_consumer_group_timing(
                     heartbeat_interval_ms=heartbeat, session_timeout_ms=session
                 )
@@ -591,6 +680,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return serve(args, sys.stdin, sys.stdout)
         except BrokenPipeError:  # the controlling process went away
             return 0
+    if args.command == "kafka-jars":
+        from .kafka_dist import KafkaJarsError, kafka_libs
+
+        try:
+            print(kafka_libs(args.kafka_version, args.cache_dir))
+        except (KafkaJarsError, ValueError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        return 0
     return 2  # pragma: no cover - argparse requires a command
 
 

@@ -311,7 +311,7 @@ class ComposeCluster(_ClientMixin):
             leader = leaders[p] if leaders is not None else ids[p % len(ids)]
             start = ids.index(leader)
             assignment.append([ids[(start + i) % len(ids)] for i in range(replication_factor)])
-        topic = admin_mod.NewTopic(name, replica_assignment=assignment)
+        topic = admin_mod.NewTopic(name, num_partitions=partitions, replica_assignment=assignment)
         futures = self._clients().admin().create_topics([topic], request_timeout=30)
         futures[name].result()
         deadline = time.monotonic() + self._metadata_timeout

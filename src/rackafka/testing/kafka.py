@@ -1,0 +1,1287 @@
+"""Real Apache Kafka brokers for tests: a KRaft cluster of JVMs on 127.0.0.1.
+
+:class:`KafkaCluster` runs N combined broker+controller nodes of Apache Kafka 4.x (jars from
+Maven Central, see :mod:`rackafka.testing.kafka_dist`), each in its own rack, with Kafka's
+``RackAwareReplicaSelector``, both group protocols (classic and KIP-848's consumer protocol)
+and transactions usable. It offers the part of :class:`~rackafka.testing.EmbeddedCluster`'s
+API that a real cluster allows: topics with chosen leaders, data, layout, and brokers
+really stopped and restarted. See ``docs/testing.rst``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+import weakref
+import zipfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+from . import _reaper
+from ._clients import ClientPool
+from .cluster import BrokerInfo, PartitionInfo, _ClientMixin, probe_api_versions
+from .compose import _FAULT_INJECTION_METHODS, FaultInjectionUnsupportedError
+from .kafka_dist import find_java, kafka_libs
+from .kafka_dist import kafka_version as _resolve_version
+
+__all__ = [
+    "DEFAULT_RACKS",
+    "KafkaCluster",
+    "KafkaClusterError",
+    "KafkaPortInUseError",
+    "KafkaSecurity",
+]
+
+log = logging.getLogger("rackafka.testing.kafka")
+
+DEFAULT_RACKS: tuple[str, ...] = ("az-a", "az-b", "az-c")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+#: JVM options of every broker: a small heap and a quick start (C1 only) on small machines.
+DEFAULT_JVM_OPTIONS: tuple[str, ...] = (
+    "-Xms64m",
+    "-Xmx384m",
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-XX:-UsePerfData",
+    "-Xss512k",
+    "-Djava.awt.headless=true",
+)
+
+_LOG4J2 = """status = warn
+name = rackafka-test-broker
+appender.file.type = File
+appender.file.name = FILE
+appender.file.fileName = ${sys:kafka.logs.dir}/server.log
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = FILE
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+logger.kafka.name = org.apache.kafka
+logger.kafka.level = INFO
+# Why an authentication failed is only logged at DEBUG.
+logger.security.name = org.apache.kafka.common.security
+logger.security.level = DEBUG
+"""
+
+
+class KafkaClusterError(RuntimeError):
+    """The real Kafka cluster could not start, or a broker did not do what was asked.
+
+    Attributes:
+        log_dir: the directory with the brokers' logs (kept for the report), or None.
+    """
+
+    def __init__(self, message: str, log_dir: Path | None = None) -> None:
+        super().__init__(message)
+        self.log_dir = log_dir
+
+
+class KafkaPortInUseError(KafkaClusterError):
+    """A broker could not listen: its port on 127.0.0.1 is taken by another process."""
+
+
+def _free_ports(count: int) -> list[int]:
+    """``count`` distinct TCP ports free on 127.0.0.1 right now."""
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _cluster_id() -> str:
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+_SCRAM_UNSAFE = re.compile(r'[,\[\]="\s]')
+
+
+class KafkaSecurity:
+    """The TLS/SASL side of a :class:`KafkaCluster` (its :attr:`KafkaCluster.front`).
+
+    The same attributes and helpers as :class:`~rackafka.testing.SecureFront`'s, so that a
+    test can run on either engine: :attr:`ca_file`, :attr:`client_cert_file`,
+    :meth:`client_options`, :meth:`librdkafka_config`.
+    """
+
+    def __init__(
+        self,
+        security_protocol: str,
+        sasl_mechanisms: Iterable[str] | None,
+        users: Mapping[str, str] | None,
+        session_lifetime_ms: int | None,
+        require_client_cert: bool,
+    ) -> None:
+        if security_protocol not in SECURITY_PROTOCOLS:
+            raise ValueError(
+                f"security_protocol must be one of {', '.join(SECURITY_PROTOCOLS)}, "
+                f"not {security_protocol!r}"
+            )
+        mechanisms = tuple(sasl_mechanisms or SASL_MECHANISMS)
+        for m in mechanisms:
+            if m not in SASL_MECHANISMS:
+                raise ValueError(f"sasl mechanism {m!r} is not one of {SASL_MECHANISMS}")
+        if session_lifetime_ms is not None and session_lifetime_ms <= 0:
+            raise ValueError("session_lifetime_ms must be positive")
+        self.users = dict(users or {})
+        for name, password in self.users.items():
+            if not name or not password or _SCRAM_UNSAFE.search(name + password):
+                raise ValueError(
+                    "users: names and passwords must be non-empty, without spaces or any of "
+                    ",[]=\" (Kafka's storage tool parses them)"
+                )
+        self.security_protocol = security_protocol
+        self.tls = security_protocol in ("SSL", "SASL_SSL")
+        self.sasl = security_protocol.startswith("SASL_")
+        self.mechanisms: tuple[str, ...] = mechanisms if self.sasl else ()
+        self.session_lifetime_ms = session_lifetime_ms
+        self.require_client_cert = require_client_cert
+        self._bootstrap = ""
+        self._dir: Path | None = None
+        self.keystore_file: str | None = None
+
+    # -- files ------------------------------------------------------------------------------
+    def make_files(self, directory: Path) -> None:
+        """Write the test CA, the brokers' PEM key store and a client certificate."""
+        self._dir = directory
+        if not self.tls:
+            return
+        try:
+            import trustme
+            from cryptography.hazmat.primitives import serialization
+        except ImportError as exc:  # pragma: no cover - the testing extra installs them
+            raise ImportError(
+                "TLS on the Kafka test cluster needs trustme: pip install 'rackafka[testing]'"
+            ) from exc
+        directory.mkdir(parents=True, exist_ok=True)
+        ca = trustme.CA(organization_name="rackafka test CA")
+        server = ca.issue_cert("localhost", "127.0.0.1", "::1")
+        client = ca.issue_cert("client.rackafka.test")
+
+        def pkcs8(pem: bytes) -> bytes:
+            key = serialization.load_pem_private_key(pem, password=None)
+            return key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+
+        ca.cert_pem.write_to_path(str(directory / "ca.pem"))
+        # Kafka's PEM key store: the PKCS#8 key followed by the certificate chain.
+        with open(directory / "broker.pem", "wb") as out:
+            out.write(pkcs8(server.private_key_pem.bytes()))
+            for blob in server.cert_chain_pems:
+                out.write(blob.bytes())
+        with open(directory / "client.pem", "wb") as out:
+            for blob in client.cert_chain_pems:
+                out.write(blob.bytes())
+        client.private_key_pem.write_to_path(str(directory / "client.key"))
+        self.keystore_file = str(directory / "broker.pem")
+
+    @property
+    def ca_file(self) -> str | None:
+        """The CA certificate file clients trust (``None`` without TLS)."""
+        return str(self._dir / "ca.pem") if self.tls and self._dir else None
+
+    @property
+    def ca_pem(self) -> str | None:
+        """The CA certificate as PEM text (``None`` without TLS)."""
+        return Path(self.ca_file).read_text() if self.ca_file else None
+
+    @property
+    def client_cert_file(self) -> str | None:
+        """A client certificate (PEM) the brokers accept for mutual TLS."""
+        return str(self._dir / "client.pem") if self.tls and self._dir else None
+
+    @property
+    def client_key_file(self) -> str | None:
+        """The key of :attr:`client_cert_file`."""
+        return str(self._dir / "client.key") if self.tls and self._dir else None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """The secured listeners, in broker-id order."""
+        return self._bootstrap
+
+    # -- broker configuration ---------------------------------------------------------------
+    @property
+    def listener_name(self) -> str:
+        """The name of the secured listener (its security protocol)."""
+        return self.security_protocol
+
+    def broker_properties(self) -> dict[str, str]:
+        """``server.properties`` entries for the secured listener."""
+        name = self.listener_name.lower()
+        props: dict[str, str] = {}
+        if self.tls:
+            assert self.keystore_file is not None and self.ca_file is not None
+            props[f"listener.name.{name}.ssl.keystore.type"] = "PEM"
+            props[f"listener.name.{name}.ssl.keystore.location"] = self.keystore_file
+            props[f"listener.name.{name}.ssl.truststore.type"] = "PEM"
+            props[f"listener.name.{name}.ssl.truststore.location"] = self.ca_file
+            props[f"listener.name.{name}.ssl.client.auth"] = (
+                "required" if self.require_client_cert else "none"
+            )
+        if self.sasl:
+            props[f"listener.name.{name}.sasl.enabled.mechanisms"] = ",".join(self.mechanisms)
+            for m in self.mechanisms:
+                key = f"listener.name.{name}.{m.lower()}.sasl.jaas.config"
+                if m == "PLAIN":
+                    users = " ".join(f'user_{u}="{p}"' for u, p in self.users.items())
+                    props[key] = (
+                        "org.apache.kafka.common.security.plain.PlainLoginModule required"
+                        + (f" {users}" if users else "")
+                        + ";"
+                    )
+                elif m.startswith("SCRAM-"):
+                    props[key] = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+                else:  # OAUTHBEARER: Kafka's unsecured tokens (a JWS with "alg": "none")
+                    props[key] = (
+                        "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule "
+                        'required unsecuredLoginStringClaim_sub="broker";'
+                    )
+            if self.session_lifetime_ms is not None:
+                props[f"listener.name.{name}.connections.max.reauth.ms"] = str(
+                    self.session_lifetime_ms
+                )
+        return props
+
+    def scram_arguments(self) -> list[str]:
+        """``--add-scram`` arguments of the storage tool: every user, every SCRAM mechanism."""
+        args: list[str] = []
+        for m in self.mechanisms:
+            if m.startswith("SCRAM-"):
+                for user, password in self.users.items():
+                    args += ["--add-scram", f"{m}=[name={user},password={password}]"]
+        return args
+
+    # -- client options ---------------------------------------------------------------------
+    def client_options(
+        self, mechanism: str | None = None, user: str | None = None, *, client_cert: bool = False
+    ) -> dict[str, Any]:
+        """Keywords for :class:`~rackafka.AIOKafkaConsumer`/``Producer`` that connect to the
+        secured listener: the CA, the ``mechanism`` (default: the first enabled) and ``user``
+        (default: the first user) with that user's password, the client certificate if asked.
+        OAUTHBEARER needs a ``sasl_oauth_token_provider`` of the caller's."""
+        from rackafka.helpers import create_ssl_context
+
+        out: dict[str, Any] = {
+            "bootstrap_servers": self.bootstrap_servers,
+            "security_protocol": self.security_protocol,
+        }
+        if self.tls:
+            out["ssl_context"] = create_ssl_context(
+                cafile=self.ca_file,
+                certfile=self.client_cert_file if client_cert else None,
+                keyfile=self.client_key_file if client_cert else None,
+            )
+        if self.sasl:
+            mechanism = mechanism or self.mechanisms[0]
+            out["sasl_mechanism"] = mechanism
+            if mechanism != "OAUTHBEARER":
+                user = user or next(iter(self.users), None)
+                if user is not None:
+                    out["sasl_plain_username"] = user
+                    out["sasl_plain_password"] = self.users[user]
+        return out
+
+    def librdkafka_config(
+        self, mechanism: str | None = None, user: str | None = None, *, client_cert: bool = False
+    ) -> dict[str, Any]:
+        """The same for a librdkafka (confluent-kafka) client (OAUTHBEARER: librdkafka's
+        own unsecured tokens, ``enable.sasl.oauthbearer.unsecure.jwt``)."""
+        conf: dict[str, Any] = {
+            "bootstrap.servers": self.bootstrap_servers,
+            "security.protocol": self.security_protocol,
+        }
+        if self.tls:
+            conf["ssl.ca.location"] = self.ca_file
+            if client_cert:
+                conf["ssl.certificate.location"] = self.client_cert_file
+                conf["ssl.key.location"] = self.client_key_file
+        if self.sasl:
+            mechanism = mechanism or self.mechanisms[0]
+            conf["sasl.mechanism"] = mechanism
+            if mechanism == "OAUTHBEARER":
+                conf["enable.sasl.oauthbearer.unsecure.jwt"] = True
+                conf["sasl.oauthbearer.config"] = "principal=client"
+            else:
+                user = user or next(iter(self.users), None)
+                if user is not None:
+                    conf["sasl.username"] = user
+                    conf["sasl.password"] = self.users[user]
+        return conf
+
+    def __repr__(self) -> str:
+        return (
+            f"<KafkaSecurity {self.security_protocol} mechanisms={list(self.mechanisms)} "
+            f"users={sorted(self.users)}>"
+        )
+
+
+def unsecured_oauth_token(principal: str = "client", lifetime_s: float = 3600.0) -> str:
+    """An unsecured OAUTHBEARER token (a JWS with ``"alg": "none"``) that Kafka's default
+    validator (``OAuthBearerUnsecuredValidatorCallbackHandler``) accepts, for tests."""
+    import json
+
+    def b64(data: dict[str, Any]) -> str:
+        raw = json.dumps(data, separators=(",", ":")).encode()
+        return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+    now = time.time()
+    claims = {"sub": principal, "iat": now, "exp": now + lifetime_s}
+    return f"{b64({'alg': 'none'})}.{b64(claims)}."
+
+
+@dataclass
+class _Node:
+    node_id: int
+    rack: str | None
+    port: int
+    controller_port: int
+    secure_port: int | None
+    dir: Path
+    proc: subprocess.Popen[bytes] | None = None
+    out: IO[bytes] | None = None
+    starts: int = 0
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def log_file(self) -> Path:
+        return self.dir / "logs" / "server.log"
+
+
+class _Processes:
+    """The JVMs of a cluster; ended at garbage collection and at exit (and by the reaper
+    process if this Python process dies)."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[int, _Node] = {}
+
+    def stop(self, node: _Node, timeout: float, *, kill: bool = False) -> None:
+        stop_processes([node], timeout, kill=kill)
+
+    def stop_all(self, timeout: float = 30.0) -> None:
+        stop_processes(list(self.nodes.values()), timeout)
+
+
+def stop_processes(nodes: Sequence[_Node], timeout: float, *, kill: bool = False) -> None:
+    """SIGTERM (or SIGKILL) the nodes' process groups, SIGKILL after ``timeout`` seconds."""
+    live = [n for n in nodes if n.proc is not None]
+    for n in live:
+        assert n.proc is not None
+        if n.proc.poll() is None:
+            try:
+                os.killpg(n.proc.pid, signal.SIGKILL if kill else signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    deadline = time.monotonic() + timeout
+    for n in live:
+        assert n.proc is not None
+        try:
+            n.proc.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            log.warning("broker %d did not stop in %.0f s: killing it", n.node_id, timeout)
+            try:
+                os.killpg(n.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            n.proc.wait()
+        try:
+            # the JVM's children (none expected) go with its group
+            os.killpg(n.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        _reaper.forget(n.proc.pid)
+        n.proc = None
+        if n.out is not None:
+            n.out.close()
+            n.out = None
+
+
+#: The mock's fault-injection calls a real cluster cannot make.
+_UNSUPPORTED = _FAULT_INJECTION_METHODS - {"broker_down", "broker_up", "delete_records"}
+
+_storage_tool_cache: dict[Path, str] = {}
+
+
+def _storage_tool_class(libs: Path) -> str:
+    """The storage tool's main class in these jars (it moved between Kafka versions)."""
+    if libs in _storage_tool_cache:
+        return _storage_tool_cache[libs]
+    candidates = ("kafka/tools/StorageTool.class", "org/apache/kafka/tools/StorageTool.class")
+    for jar in sorted(libs.glob("kafka*.jar")):
+        with zipfile.ZipFile(jar) as z:
+            names = set(z.namelist())
+        for c in candidates:
+            if c in names:
+                found = c[: -len(".class")].replace("/", ".")
+                _storage_tool_cache[libs] = found
+                return found
+    raise KafkaClusterError(f"no StorageTool class in the Kafka jars of {libs}")
+
+
+class KafkaCluster(_ClientMixin):
+    """A real Apache Kafka cluster: ``brokers`` KRaft nodes (broker and controller each)
+    as JVMs on 127.0.0.1, broker ``i + 1`` in rack ``racks[i % len(racks)]``.
+
+    The brokers run Kafka's ``RackAwareReplicaSelector`` (a consumer with ``client_rack``
+    is sent to the replica in its rack, KIP-392), both group protocols (``classic`` and
+    KIP-848's ``consumer``), and the internal topics have replication factor ``min(3, N)``
+    so transactions and groups work as in production. Ports are picked free at start.
+
+    Use it as a context manager (``with`` or ``async with``) or call :meth:`start` and
+    :meth:`close`. The JVMs are ended at :meth:`close`, at garbage collection, at interpreter
+    exit, and by a watchdog process if this process dies.
+
+    Arguments:
+        brokers: number of nodes (>= 1).
+        racks: rack names assigned round-robin; None or ``()`` for no ``broker.rack``.
+        kafka_version: the Apache Kafka release (default: ``RACKAFKA_KAFKA_VERSION`` or
+            :data:`~rackafka.testing.kafka_dist.DEFAULT_KAFKA_VERSION`).
+        cache_dir: where the jars are cached (default: ``RACKAFKA_KAFKA_CACHE`` or
+            ``~/.cache/rackafka/kafka``).
+        work_dir: where the brokers keep their data and logs (default: a new temporary
+            directory, removed by :meth:`close` unless ``keep_work_dir`` or a failure).
+        keep_work_dir: keep the work directory (logs and data) after :meth:`close`.
+        security_protocol: ``PLAINTEXT`` (default) or ``SSL``, ``SASL_PLAINTEXT``,
+            ``SASL_SSL``: each broker then has a listener of that protocol too, which
+            :attr:`bootstrap_servers` names (:attr:`plaintext_bootstrap_servers` names the
+            plain ones); :attr:`front` gives its CA file and ready client options.
+        sasl_mechanisms: the SASL mechanisms enabled (default: PLAIN, SCRAM-SHA-256,
+            SCRAM-SHA-512, OAUTHBEARER with Kafka's unsecured tokens).
+        users: ``{name: password}`` of the PLAIN users and the SCRAM users (created when the
+            storage is formatted).
+        session_lifetime_ms: ``connections.max.reauth.ms`` of the secured listener (KIP-368).
+        require_client_cert: mutual TLS.
+        plaintext_bootstrap: True to have :attr:`bootstrap_servers` name the PLAINTEXT
+            listeners even when a secured listener is configured (one cluster for plain and
+            secured tests; ``front.bootstrap_servers`` names the secured listeners).
+        group_initial_rebalance_delay_ms: ``group.initial.rebalance.delay.ms`` (default 0).
+        broker_config: more ``server.properties`` entries for every broker (override ours).
+        jvm_options: the JVM options (default :data:`DEFAULT_JVM_OPTIONS`).
+        java: the ``java`` executable (default: ``JAVA_HOME`` or the PATH's).
+        startup_timeout: seconds to wait for the cluster (and a restarted broker).
+        stop_timeout: seconds a broker has to stop after SIGTERM before SIGKILL.
+
+    :meth:`start` raises :class:`JavaNotFoundError` (no Java 17+), :class:`KafkaJarsError`
+    (the jars are not cached and cannot be downloaded), :class:`KafkaPortInUseError` (a port
+    was taken by another process) or :class:`KafkaClusterError` (a broker died or the
+    cluster did not come up in time; the message names the kept log directory and ends
+    with the broker's last log lines).
+    """
+
+    supports_fault_injection = False
+
+    def __init__(
+        self,
+        brokers: int = 3,
+        racks: Sequence[str] | None = DEFAULT_RACKS,
+        *,
+        kafka_version: str | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+        work_dir: str | os.PathLike[str] | None = None,
+        keep_work_dir: bool = False,
+        security_protocol: str = "PLAINTEXT",
+        sasl_mechanisms: Sequence[str] | None = None,
+        users: Mapping[str, str] | None = None,
+        session_lifetime_ms: int | None = None,
+        require_client_cert: bool = False,
+        plaintext_bootstrap: bool = False,
+        group_initial_rebalance_delay_ms: int = 0,
+        broker_config: Mapping[str, Any] | None = None,
+        jvm_options: Sequence[str] | None = None,
+        java: str | None = None,
+        startup_timeout: float = 180.0,
+        stop_timeout: float = 30.0,
+    ) -> None:
+        if isinstance(brokers, bool) or not isinstance(brokers, int) or brokers < 1:
+            raise ValueError(f"brokers must be an int >= 1, got {brokers!r}")
+        if isinstance(racks, str):
+            raise TypeError(f"racks must be a sequence of rack names, not the string {racks!r}")
+        rack_list = tuple(racks or ())
+        for rack in rack_list:
+            if not isinstance(rack, str) or not rack or not re.match(r"^[\w.-]+$", rack):
+                raise ValueError(f"rack names must be non-empty words, got {rack!r}")
+        if group_initial_rebalance_delay_ms < 0:
+            raise ValueError("group_initial_rebalance_delay_ms must be >= 0")
+        if startup_timeout <= 0 or stop_timeout <= 0:
+            raise ValueError("startup_timeout and stop_timeout must be positive")
+        self._kafka_version = _resolve_version(kafka_version)
+        self._broker_count = brokers
+        self._racks = rack_list
+        self._cache_dir = cache_dir
+        self._work_dir_arg = Path(work_dir) if work_dir is not None else None
+        self._keep_work_dir = keep_work_dir
+        self._rebalance_delay_ms = group_initial_rebalance_delay_ms
+        self._broker_config = {k: str(v) for k, v in (broker_config or {}).items()}
+        self._jvm_options = tuple(jvm_options if jvm_options is not None else DEFAULT_JVM_OPTIONS)
+        self._java_arg = java
+        self._startup_timeout = startup_timeout
+        self._stop_timeout = stop_timeout
+        self._metadata_timeout = 30.0
+        self._security: KafkaSecurity | None = None
+        self._plaintext_bootstrap = plaintext_bootstrap
+        if security_protocol != "PLAINTEXT":
+            self._security = KafkaSecurity(
+                security_protocol,
+                sasl_mechanisms,
+                users,
+                session_lifetime_ms,
+                require_client_cert,
+            )
+        elif users or sasl_mechanisms or session_lifetime_ms or require_client_cert:
+            raise ValueError(
+                "users, sasl_mechanisms, session_lifetime_ms and require_client_cert need a "
+                "security_protocol other than PLAINTEXT"
+            )
+        self._lock = threading.RLock()
+        self._state = "new"
+        self._procs = _Processes()
+        self._finalizer = weakref.finalize(self, self._procs.stop_all, 10.0)
+        self._pool: ClientPool | None = None
+        self._work_dir: Path | None = None
+        self._created_work_dir = False
+        self._java = ""
+        self._libs: Path | None = None
+        self._cluster_id = _cluster_id()
+        self._brokers: dict[int, BrokerInfo] = {}
+        self._down: set[int] = set()
+        self._topics: set[str] = set()
+        self._failed = False
+        #: Seconds the last :meth:`start` took (formatting and starting the JVMs).
+        self.start_seconds: float | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> KafkaCluster:
+        """Format the storage, start the brokers and wait until all are in the cluster
+        (does nothing when already running).
+
+        Raises:
+            RuntimeError: the cluster was closed; a closed cluster cannot be restarted.
+        """
+        with self._lock:
+            if self._state == "running":
+                return self
+            if self._state == "closed":
+                raise RuntimeError("this KafkaCluster was closed; create a new one")
+            began = time.monotonic()
+            self._java = find_java(self._java_arg)
+            self._libs = kafka_libs(self._kafka_version, self._cache_dir)
+            try:
+                self._prepare_work_dir()
+                for attempt in range(3):
+                    try:
+                        self._start_once()
+                        break
+                    except KafkaPortInUseError:
+                        self._procs.stop_all(self._stop_timeout)
+                        if attempt == 2:
+                            raise
+                        log.info("a port was taken while the brokers started: new ports")
+            except BaseException:
+                self._failed = True
+                self._state = "closed"
+                self._shutdown()
+                raise
+            self._state = "running"
+            self.start_seconds = time.monotonic() - began
+            log.info(
+                "Kafka %s cluster up in %.1f s: %s",
+                self._kafka_version,
+                self.start_seconds,
+                self.bootstrap_servers,
+            )
+            return self
+
+    def _prepare_work_dir(self) -> None:
+        if self._work_dir_arg is not None:
+            self._work_dir = self._work_dir_arg
+            self._work_dir.mkdir(parents=True, exist_ok=True)
+        else:
+            self._work_dir = Path(tempfile.mkdtemp(prefix="rackafka-kafka-"))
+            self._created_work_dir = True
+        (self._work_dir / "log4j2.properties").write_text(_LOG4J2)
+        if self._security is not None:
+            self._security.make_files(self._work_dir / "tls")
+
+    def _start_once(self) -> None:
+        assert self._work_dir is not None
+        n = self._broker_count
+        per_node = 3 if self._security is not None else 2
+        ports = _free_ports(n * per_node)
+        self._procs.nodes.clear()
+        for i in range(n):
+            node_id = i + 1
+            base = ports[i * per_node : (i + 1) * per_node]
+            rack = self._racks[i % len(self._racks)] if self._racks else None
+            node_dir = self._work_dir / f"broker-{node_id}"
+            if node_dir.exists():
+                shutil.rmtree(node_dir)
+            (node_dir / "logs").mkdir(parents=True)
+            self._procs.nodes[node_id] = _Node(
+                node_id, rack, base[0], base[1], base[2] if per_node == 3 else None, node_dir
+            )
+        self._brokers = {
+            nd.node_id: BrokerInfo(nd.node_id, "127.0.0.1", nd.port, nd.rack)
+            for nd in self._procs.nodes.values()
+        }
+        if self._security is not None:
+            self._security._bootstrap = ",".join(
+                f"127.0.0.1:{nd.secure_port}" for nd in self._nodes()
+            )
+        for nd in self._nodes():
+            self._write_properties(nd)
+        self._format()
+        for nd in self._nodes():
+            self._spawn(nd)
+        if self._pool is not None:
+            self._pool.close()
+        self._pool = ClientPool(self.plaintext_bootstrap_servers)
+        self._wait_brokers(set(self._procs.nodes), self._startup_timeout)
+
+    def _nodes(self) -> list[_Node]:
+        return [self._procs.nodes[k] for k in sorted(self._procs.nodes)]
+
+    def _properties(self, nd: _Node) -> dict[str, str]:
+        n = self._broker_count
+        voters = ",".join(f"{x.node_id}@127.0.0.1:{x.controller_port}" for x in self._nodes())
+        listeners = [f"PLAINTEXT://127.0.0.1:{nd.port}"]
+        advertised = [f"PLAINTEXT://127.0.0.1:{nd.port}"]
+        protocol_map = ["CONTROLLER:PLAINTEXT", "PLAINTEXT:PLAINTEXT"]
+        sec = self._security
+        if sec is not None:
+            listeners.append(f"{sec.listener_name}://127.0.0.1:{nd.secure_port}")
+            advertised.append(f"{sec.listener_name}://127.0.0.1:{nd.secure_port}")
+            protocol_map.append(f"{sec.listener_name}:{sec.security_protocol}")
+        listeners.append(f"CONTROLLER://127.0.0.1:{nd.controller_port}")
+        replication = str(min(3, n))
+        props: dict[str, str] = {
+            "process.roles": "broker,controller",
+            "node.id": str(nd.node_id),
+            "controller.quorum.voters": voters,
+            "controller.listener.names": "CONTROLLER",
+            "listeners": ",".join(listeners),
+            "advertised.listeners": ",".join(advertised),
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": ",".join(protocol_map),
+            "log.dirs": str(nd.dir / "data"),
+            "replica.selector.class": "org.apache.kafka.common.replica.RackAwareReplicaSelector",
+            "group.coordinator.rebalance.protocols": "classic,consumer",
+            "group.initial.rebalance.delay.ms": str(self._rebalance_delay_ms),
+            # Short enough for tests; Kafka's minimums lowered to allow them.
+            "group.min.session.timeout.ms": "1000",
+            "group.consumer.min.heartbeat.interval.ms": "500",
+            "group.consumer.heartbeat.interval.ms": "1000",
+            "group.consumer.min.session.timeout.ms": "3000",
+            "group.consumer.session.timeout.ms": "10000",
+            "offsets.topic.replication.factor": replication,
+            "offsets.topic.num.partitions": "10",
+            "transaction.state.log.replication.factor": replication,
+            "transaction.state.log.min.isr": str(min(2, n)),
+            "transaction.state.log.num.partitions": "10",
+            "default.replication.factor": replication,
+            "num.partitions": "3",
+            "auto.create.topics.enable": "true",
+            # Quick failure detection and catch-up for broker down/up tests.
+            "replica.lag.time.max.ms": "5000",
+            "replica.fetch.wait.max.ms": "100",
+            "broker.heartbeat.interval.ms": "500",
+            "broker.session.timeout.ms": "4000",
+            "controller.quorum.election.timeout.ms": "1000",
+            "controller.quorum.fetch.timeout.ms": "2000",
+            "leader.imbalance.check.interval.seconds": "3600",
+            # Small machines: few threads, small buffers.
+            "num.network.threads": "2",
+            "num.io.threads": "2",
+            "background.threads": "2",
+            "num.replica.fetchers": "1",
+            "num.recovery.threads.per.data.dir": "1",
+            "log.cleaner.threads": "1",
+            "log.cleaner.dedupe.buffer.size": str(4 * 1024 * 1024),
+            "log.cleaner.io.buffer.size": str(256 * 1024),
+            "log.initial.task.delay.ms": "1000",
+            "share.coordinator.state.topic.replication.factor": replication,
+            "share.coordinator.state.topic.min.isr": str(min(2, n)),
+        }
+        if nd.rack is not None:
+            props["broker.rack"] = nd.rack
+        if sec is not None:
+            props.update(sec.broker_properties())
+        props.update(self._broker_config)
+        props.update(nd.extra)
+        return props
+
+    def _write_properties(self, nd: _Node) -> None:
+        text = "".join(f"{k}={v}\n" for k, v in self._properties(nd).items())
+        (nd.dir / "server.properties").write_text(text)
+
+    def _java_command(self, nd: _Node, main: str, *args: str) -> list[str]:
+        assert self._libs is not None and self._work_dir is not None
+        return [
+            self._java,
+            *self._jvm_options,
+            f"-Dkafka.logs.dir={nd.dir / 'logs'}",
+            f"-Dlog4j2.configurationFile={self._work_dir / 'log4j2.properties'}",
+            "-cp",
+            str(self._libs / "*"),
+            main,
+            *args,
+        ]
+
+    def _format(self) -> None:
+        assert self._libs is not None
+        tool = _storage_tool_class(self._libs)
+        scram = self._security.scram_arguments() if self._security is not None else []
+        procs: list[tuple[_Node, subprocess.Popen[bytes]]] = []
+        for nd in self._nodes():
+            cmd = self._java_command(
+                nd,
+                tool,
+                "format",
+                "-t",
+                self._cluster_id,
+                "-c",
+                str(nd.dir / "server.properties"),
+                *scram,
+            )
+            out = open(nd.dir / "format.log", "wb")  # noqa: SIM115 - closed below
+            try:
+                procs.append(
+                    (
+                        nd,
+                        subprocess.Popen(
+                            cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+                        ),
+                    )
+                )
+            finally:
+                out.close()
+        failed: list[str] = []
+        for nd, proc in procs:
+            try:
+                code = proc.wait(self._startup_timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                code = proc.wait()
+            if code != 0:
+                text = (nd.dir / "format.log").read_text(errors="replace").strip()
+                lines = [ln for ln in text.splitlines() if ln.strip()][-5:]
+                failed.append(f"broker {nd.node_id}: {' | '.join(lines)}")
+        if failed:
+            raise KafkaClusterError(
+                f"formatting the Kafka storage failed ({self._work_dir}): " + "; ".join(failed),
+                self._work_dir,
+            )
+
+    def _spawn(self, nd: _Node) -> None:
+        assert nd.proc is None
+        for port in (nd.port, nd.controller_port, nd.secure_port):
+            if port is not None and not _port_free(port):
+                raise KafkaPortInUseError(
+                    f"port {port} on 127.0.0.1 is in use: broker {nd.node_id} cannot listen "
+                    "on it (another process took it)",
+                    self._work_dir,
+                )
+        nd.starts += 1
+        nd.out = open(nd.dir / "logs" / "stdout.log", "ab")  # noqa: SIM115 - closed at stop
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("KAFKA_", "JAVA_TOOL"))}
+        nd.proc = subprocess.Popen(
+            self._java_command(nd, "kafka.Kafka", str(nd.dir / "server.properties")),
+            stdin=subprocess.DEVNULL,
+            stdout=nd.out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
+            cwd=str(nd.dir),
+        )
+        _reaper.watch(nd.proc.pid)
+
+    def _tail(self, nd: _Node, lines: int = 12) -> str:
+        chunks: list[str] = []
+        for path in (nd.log_file, nd.dir / "logs" / "stdout.log"):
+            try:
+                text = path.read_text(errors="replace")
+            except OSError:
+                continue
+            interesting = [ln for ln in text.splitlines() if ln.strip()]
+            if interesting:
+                chunks.append(" | ".join(interesting[-lines:]))
+        return " || ".join(chunks) or "(no log)"
+
+    def _check_alive(self, nodes: Iterable[int]) -> None:
+        for node_id in nodes:
+            nd = self._procs.nodes[node_id]
+            if nd.proc is not None and nd.proc.poll() is not None:
+                code = nd.proc.returncode
+                text = ""
+                try:
+                    text = nd.log_file.read_text(errors="replace")
+                    text += (nd.dir / "logs" / "stdout.log").read_text(errors="replace")
+                except OSError:
+                    pass
+                if "Address already in use" in text or "BindException" in text:
+                    raise KafkaPortInUseError(
+                        f"broker {node_id} could not listen on its ports on 127.0.0.1 "
+                        f"({nd.port}, {nd.controller_port}): address already in use",
+                        self._work_dir,
+                    )
+                raise KafkaClusterError(
+                    f"Kafka broker {node_id} exited with status {code}; logs in "
+                    f"{nd.dir / 'logs'}: {self._tail(nd)}",
+                    self._work_dir,
+                )
+
+    def _live_nodes(self) -> set[int]:
+        assert self._pool is not None
+        result = self._pool.describe_cluster(timeout=5.0)
+        return {n.id for n in result.nodes}
+
+    def _wait_brokers(self, wanted: set[int], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        last: object = "no answer yet"
+        while True:
+            self._check_alive(wanted)
+            try:
+                live = self._live_nodes()
+                if wanted <= live:
+                    return
+                last = f"brokers in the cluster: {sorted(live)}, waiting for {sorted(wanted)}"
+            except Exception as exc:
+                last = exc
+            if time.monotonic() >= deadline:
+                tails = "; ".join(
+                    f"broker {i}: {self._tail(self._procs.nodes[i], 4)}" for i in sorted(wanted)
+                )
+                raise KafkaClusterError(
+                    f"the Kafka cluster did not come up in {timeout:.0f} s ({last}); logs in "
+                    f"{self._work_dir}: {tails}",
+                    self._work_dir,
+                )
+            time.sleep(0.25)
+
+    def close(self, *, keep_logs: bool | None = None) -> None:
+        """Stop every broker (SIGTERM, then SIGKILL after ``stop_timeout``) and remove the
+        work directory unless it was given, ``keep_work_dir`` is set, or something failed.
+        Safe to call more than once.
+
+        Arguments:
+            keep_logs: True to keep the work directory this time, False to remove it even
+                after a failure (when this object created it).
+        """
+        with self._lock:
+            self._state = "closed"
+            self._shutdown(keep_logs)
+
+    stop = close
+
+    def _shutdown(self, keep_logs: bool | None = None) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+        self._procs.stop_all(self._stop_timeout)
+        self._finalizer.detach()
+        keep = self._keep_work_dir or self._failed if keep_logs is None else keep_logs
+        if self._work_dir is not None and self._created_work_dir and not keep:
+            shutil.rmtree(self._work_dir, ignore_errors=True)
+        elif self._work_dir is not None and (self._failed or keep):
+            log.warning("Kafka broker logs kept in %s", self._work_dir)
+
+    @property
+    def running(self) -> bool:
+        """Whether the cluster is started and not closed."""
+        return self._state == "running"
+
+    def mark_failed(self) -> None:
+        """Keep the logs at :meth:`close` (a test that used the cluster failed)."""
+        self._failed = True
+
+    def __enter__(self) -> KafkaCluster:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is not None:
+            self._failed = True
+        self.close()
+
+    async def __aenter__(self) -> KafkaCluster:
+        return await asyncio.to_thread(self.start)
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is not None:
+            self._failed = True
+        await asyncio.to_thread(self.close)
+
+    def __repr__(self) -> str:
+        boot = ",".join(b.address for b in self._brokers.values())
+        return (
+            f"<KafkaCluster {self._kafka_version} {self._state} brokers={self._broker_count} "
+            f"racks={list(self._racks)} bootstrap={boot!r}>"
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _UNSUPPORTED:
+            raise FaultInjectionUnsupportedError(
+                f"{name}() needs the embedded cluster (librdkafka's mock); real Kafka brokers "
+                "cannot do it"
+            )
+        raise AttributeError(name)
+
+    def _clients(self) -> ClientPool:
+        if self._state != "running" or self._pool is None:
+            raise RuntimeError(
+                "the KafkaCluster is not running: call start() or use it as a context manager"
+            )
+        return self._pool
+
+    # -- layout ----------------------------------------------------------------------------
+    @property
+    def kafka_version(self) -> str:
+        """The Apache Kafka release the brokers run."""
+        return self._kafka_version
+
+    @property
+    def cluster_id(self) -> str:
+        """The cluster id the storage was formatted with."""
+        return self._cluster_id
+
+    @property
+    def work_dir(self) -> Path | None:
+        """The directory of the brokers' data and logs (``broker-N/logs/server.log``)."""
+        return self._work_dir
+
+    def log_file(self, broker_id: int) -> Path:
+        """The broker's ``server.log``."""
+        return self._node(broker_id).log_file
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``"127.0.0.1:port,..."`` of every broker in id order: the secured listeners when
+        ``security_protocol`` is not PLAINTEXT, else the plain ones."""
+        self._clients()
+        if self._security is not None and not self._plaintext_bootstrap:
+            return self._security.bootstrap_servers
+        return self.plaintext_bootstrap_servers
+
+    @property
+    def plaintext_bootstrap_servers(self) -> str:
+        """The brokers' PLAINTEXT listeners (also used between brokers)."""
+        return ",".join(self._brokers[n].address for n in sorted(self._brokers))
+
+    @property
+    def front(self) -> KafkaSecurity | None:
+        """The :class:`KafkaSecurity` of a secured cluster (CA file, client options), else
+        ``None`` (named as :attr:`EmbeddedCluster.front` so tests run on either)."""
+        return self._security
+
+    security = front
+
+    @property
+    def brokers(self) -> dict[int, BrokerInfo]:
+        """Broker id -> :class:`BrokerInfo` (id, host, PLAINTEXT port, rack)."""
+        self._clients()
+        return dict(self._brokers)
+
+    @property
+    def racks(self) -> tuple[str, ...]:
+        """The rack names, in the order they were assigned."""
+        return self._racks
+
+    def rack_of(self, broker_id: int) -> str | None:
+        """The rack of a broker."""
+        return self._node(broker_id).rack
+
+    def brokers_in_rack(self, rack: str) -> list[int]:
+        """Ids of the brokers in ``rack``."""
+        return [b.node_id for b in self._brokers.values() if b.rack == rack]
+
+    @property
+    def down_brokers(self) -> frozenset[int]:
+        """Ids of the brokers stopped with :meth:`broker_down`."""
+        return frozenset(self._down)
+
+    def _node(self, broker_id: int) -> _Node:
+        if isinstance(broker_id, bool) or not isinstance(broker_id, int):
+            raise TypeError(f"broker id must be an int, got {broker_id!r}")
+        try:
+            return self._procs.nodes[broker_id]
+        except KeyError:
+            raise ValueError(
+                f"no broker {broker_id}; brokers are 1..{self._broker_count}"
+            ) from None
+
+    # -- topics ----------------------------------------------------------------------------
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        replication_factor: int | None = None,
+        *,
+        leaders: Sequence[int] | None = None,
+        config: Mapping[str, Any] | None = None,
+        timeout: float = 60.0,
+    ) -> list[PartitionInfo]:
+        """Create a topic whose partition ``p`` is led by broker ``(p % brokers) + 1``
+        (or ``leaders[p]``), and wait until every partition has that leader.
+
+        The replicas of a partition are its leader followed by the next brokers in id order
+        (an explicit replica assignment, so the layout is the embedded cluster's and the
+        leader is the preferred one).
+
+        Arguments:
+            name: topic name.
+            partitions: number of partitions.
+            replication_factor: replicas per partition (default ``min(3, brokers)``).
+            leaders: explicit leader per partition.
+            config: topic configuration (``{"min.insync.replicas": 2}``).
+            timeout: seconds to wait for the leaders.
+
+        Returns:
+            the partitions' :class:`PartitionInfo` (``leader_epoch`` is None: Metadata
+            through confluent-kafka does not give it).
+        """
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"topic name must be a non-empty string, got {name!r}")
+        if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
+            raise ValueError(f"partitions must be an int >= 1, got {partitions!r}")
+        ids = sorted(self._procs.nodes)
+        if replication_factor is None:
+            replication_factor = min(3, len(ids))
+        if not 1 <= replication_factor <= len(ids):
+            raise ValueError(
+                f"replication_factor must be 1..{len(ids)} (the number of brokers), "
+                f"got {replication_factor!r}"
+            )
+        if leaders is not None and len(leaders) != partitions:
+            raise ValueError(f"leaders needs one broker id per partition ({partitions})")
+        assignment: list[list[int]] = []
+        for p in range(partitions):
+            leader = self._node(leaders[p]).node_id if leaders is not None else ids[p % len(ids)]
+            start = ids.index(leader)
+            assignment.append([ids[(start + i) % len(ids)] for i in range(replication_factor)])
+        admin_mod = __import__("confluent_kafka.admin", fromlist=["NewTopic"])
+        topic = admin_mod.NewTopic(
+            name,
+            num_partitions=partitions,  # confluent-kafka 2.16 wants both
+            replica_assignment=assignment,
+            config={k: str(v) for k, v in (config or {}).items()},
+        )
+        futures = self._clients().admin().create_topics([topic], request_timeout=timeout)
+        try:
+            futures[name].result()
+        except Exception as exc:
+            raise KafkaClusterError(f"creating topic {name!r} failed: {exc}") from exc
+        self._topics.add(name)
+        deadline = time.monotonic() + timeout
+        while True:
+            parts = self._read_partitions(name)
+            if len(parts) == partitions and all(
+                info.leader == assignment[info.partition][0] for info in parts
+            ):
+                return parts
+            if time.monotonic() >= deadline:
+                raise KafkaClusterError(f"topic {name!r} did not get its leaders in {timeout} s")
+            time.sleep(0.1)
+
+    def _read_partitions(self, topic: str) -> list[PartitionInfo]:
+        tmd = self._clients().admin().list_topics(topic=topic, timeout=10).topics.get(topic)
+        if tmd is None or tmd.error is not None:
+            return []
+        return [
+            PartitionInfo(
+                topic, p, tmd.partitions[p].leader, tuple(tmd.partitions[p].replicas), None
+            )
+            for p in sorted(tmd.partitions)
+        ]
+
+    def in_sync_replicas(self, topic: str) -> dict[int, tuple[int, ...]]:
+        """Partition -> its in-sync replicas, from Metadata."""
+        tmd = self._clients().admin().list_topics(topic=topic, timeout=10).topics.get(topic)
+        if tmd is None or tmd.error is not None:
+            raise KeyError(f"unknown topic {topic!r}")
+        return {p: tuple(tmd.partitions[p].isrs) for p in sorted(tmd.partitions)}
+
+    def topics(self) -> list[str]:
+        """Names of the cluster's topics (internal ones excluded)."""
+        md = self._clients().metadata(10.0)
+        return sorted(t for t in md.topics if not t.startswith("__"))
+
+    def partition_info(self, topic: str, partition: int) -> PartitionInfo:
+        """Leader and replicas of a partition from Metadata (the leader epoch is None)."""
+        parts = self._read_partitions(topic)
+        if not parts:
+            raise KeyError(f"unknown topic {topic!r}")
+        return parts[partition]
+
+    def partitions(self, topic: str) -> list[PartitionInfo]:
+        """All partitions of a topic."""
+        parts = self._read_partitions(topic)
+        if not parts:
+            raise KeyError(f"unknown topic {topic!r}")
+        return parts
+
+    def delete_records(self, topic: str, partition: int, before_offset: int) -> None:
+        """Delete the records of a partition before ``before_offset`` (DeleteRecords: the
+        log start offset moves up)."""
+        ck = __import__("confluent_kafka", fromlist=["TopicPartition"])
+        futures = (
+            self._clients()
+            .admin()
+            .delete_records(
+                [ck.TopicPartition(topic, partition, before_offset)], request_timeout=30
+            )
+        )
+        for future in futures.values():
+            future.result()
+
+    def api_versions(self, broker_id: int | None = None) -> dict[int, tuple[int, int]]:
+        """The API versions a broker advertises (ApiVersions v0): key -> (min, max)."""
+        node_id = broker_id if broker_id is not None else min(self._brokers)
+        broker = self.brokers[node_id]
+        return probe_api_versions(broker.host, broker.port)
+
+    # -- brokers ---------------------------------------------------------------------------
+    def broker_down(self, broker_id: int, *, kill: bool = False, timeout: float = 60.0) -> None:
+        """Stop a broker's JVM and wait until the cluster has moved on without it.
+
+        With SIGTERM (default) the broker shuts down in a controlled way: the controller moves
+        the leadership of its partitions to other in-sync replicas first. With ``kill=True``
+        it is SIGKILLed (a crash); the controller fences it after ``broker.session.timeout.ms``.
+        Returns once the broker is out of the cluster's metadata and leads no partition of
+        the topics made with :meth:`create_topic`.
+        """
+        with self._lock:
+            nd = self._node(broker_id)
+            self._clients()
+            if broker_id in self._down:
+                return
+            self._procs.stop(nd, self._stop_timeout, kill=kill)
+            self._down.add(broker_id)
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    gone = broker_id not in self._live_nodes() and not any(
+                        info.leader == broker_id
+                        for t in self._topics
+                        for info in self._read_partitions(t)
+                    )
+                except Exception:
+                    gone = False
+                if gone:
+                    return
+                if time.monotonic() >= deadline:
+                    raise KafkaClusterError(
+                        f"broker {broker_id} stopped but the cluster still lists it after "
+                        f"{timeout} s"
+                    )
+                time.sleep(0.2)
+
+    def broker_up(
+        self, broker_id: int, *, restore_leaders: bool = True, timeout: float | None = None
+    ) -> None:
+        """Start a broker stopped with :meth:`broker_down` again and wait until it is back:
+        registered, in the in-sync replicas of every partition it holds (of the topics made
+        with :meth:`create_topic`), and (``restore_leaders``) leading again the partitions
+        whose preferred leader it is.
+        """
+        with self._lock:
+            nd = self._node(broker_id)
+            self._clients()
+            if broker_id not in self._down:
+                return
+            timeout = self._startup_timeout if timeout is None else timeout
+            self._spawn(nd)
+            self._down.discard(broker_id)
+            self._wait_brokers({broker_id}, timeout)
+            deadline = time.monotonic() + timeout
+            while True:
+                self._check_alive([broker_id])
+                lagging = [
+                    (t, info.partition)
+                    for t in self._topics
+                    for info in self._read_partitions(t)
+                    if broker_id in info.replicas
+                    and broker_id not in self.in_sync_replicas(t).get(info.partition, ())
+                ]
+                if not lagging:
+                    break
+                if time.monotonic() >= deadline:
+                    raise KafkaClusterError(
+                        f"broker {broker_id} did not catch up in {timeout} s: {lagging[:5]}"
+                    )
+                time.sleep(0.2)
+            if restore_leaders:
+                self._elect_preferred(broker_id, deadline)
+
+    def _elect_preferred(self, broker_id: int, deadline: float) -> None:
+        ck = __import__("confluent_kafka", fromlist=["TopicPartition", "ElectionType"])
+        while True:
+            wanted = [
+                ck.TopicPartition(t, info.partition)
+                for t in self._topics
+                for info in self._read_partitions(t)
+                if info.replicas and info.replicas[0] == broker_id and info.leader != broker_id
+            ]
+            if not wanted:
+                return
+            try:
+                self._clients().admin().elect_leaders(ck.ElectionType.PREFERRED, wanted).result()
+            except Exception as exc:  # ELECTION_NOT_NEEDED etc.: check again
+                log.debug("preferred leader election: %s", exc)
+            if time.monotonic() >= deadline:
+                raise KafkaClusterError(f"broker {broker_id} did not get its leaders back")
+            time.sleep(0.2)
+
+    def restart_broker(self, broker_id: int, *, kill: bool = False) -> None:
+        """:meth:`broker_down` then :meth:`broker_up`."""
+        self.broker_down(broker_id, kill=kill)
+        self.broker_up(broker_id)
+
+    def broker_pid(self, broker_id: int) -> int | None:
+        """The process id of a broker's JVM (None when it is down)."""
+        nd = self._node(broker_id)
+        return nd.proc.pid if nd.proc is not None else None
