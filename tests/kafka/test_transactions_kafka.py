@@ -97,7 +97,9 @@ async def test_a_zombie_is_fenced(kafka: KafkaCluster) -> None:
     try:
         await zombie.begin_transaction()
         await zombie.send_and_wait(topic, b"zombie-1")
-        await successor.start()  # InitProducerId: a new epoch; the zombie's txn is aborted
+        await successor.start()
+        # InitProducerId (awaited by begin_transaction): a new epoch, the zombie's
+        # transaction is aborted.
         async with successor.transaction():
             await successor.send_and_wait(topic, b"successor-1")
         with pytest.raises(ProducerFenced):
@@ -113,6 +115,42 @@ async def test_a_zombie_is_fenced(kafka: KafkaCluster) -> None:
         await read_to_end(kafka.bootstrap_servers, topic, 1, isolation_level="read_committed")
     )
     assert committed == {0: [b"successor-1", b"successor-2"]}
+
+
+async def test_a_zombie_is_fenced_when_it_adds_a_partition(kafka: KafkaCluster) -> None:
+    """The zombie's first record of a transaction needs AddPartitionsToTxn, which the
+    coordinator refuses: the send fails with ProducerFenced at once (no request loop until
+    the delivery timeout), and so do the commit and the next transaction."""
+    topic = unique("zombie-add")
+    kafka.create_topic(topic, 2, 3)
+    tid = unique("tx-zombie-add")
+    zombie = txn_producer(kafka, tid, request_timeout_ms=30000)
+    successor = txn_producer(kafka, tid)
+    await zombie.start()
+    try:
+        async with zombie.transaction():
+            await zombie.send_and_wait(topic, b"zombie-committed", partition=0)
+        await zombie.begin_transaction()
+        await successor.start()
+        # begin_transaction() waits for the producer id: the zombie is fenced from here.
+        await successor.begin_transaction()
+        began = time.monotonic()
+        with pytest.raises(ProducerFenced):
+            await zombie.send_and_wait(topic, b"zombie-2", partition=1)
+        assert time.monotonic() - began < 25  # not the 60 s delivery timeout
+        with pytest.raises(ProducerFenced):
+            await zombie.commit_transaction()
+        with pytest.raises(ProducerFenced):
+            await zombie.begin_transaction()
+        await successor.send_and_wait(topic, b"successor", partition=1)
+        await successor.commit_transaction()
+    finally:
+        await zombie.stop()
+        await successor.stop()
+    committed = values(
+        await read_to_end(kafka.bootstrap_servers, topic, 2, isolation_level="read_committed")
+    )
+    assert committed == {0: [b"zombie-committed"], 1: [b"successor"]}
 
 
 async def test_send_offsets_to_transaction(kafka: KafkaCluster) -> None:

@@ -233,6 +233,16 @@ class Sender:
             if not acc.ready(batch, now):
                 continue
             if txn is not None and not txn.can_send(tp):
+                if txn.error is not None:
+                    # The transaction failed (fenced: AddPartitionsToTxn refused): these
+                    # records can never be sent; fail them now, not at their deadline
+                    # after a loop of refused requests.
+                    while dq:
+                        failed = dq.popleft()
+                        acc._on_batch_closed(tp)
+                        failed.fail(txn.error)
+                    acc.notify_drained()
+                    continue
                 need_add.add(tp)
                 continue
             leader = cluster.leader_for(tp)
