@@ -22,6 +22,7 @@ from rackafka.errors import (
     KafkaError,
     KafkaTimeoutError,
     OutOfOrderSequenceNumber,
+    ProducerFenced,
     UnknownProducerId,
     for_code,
 )
@@ -35,6 +36,8 @@ log = logging.getLogger("rackafka.producer")
 #: Produce requests in flight per broker (Kafka's max.in.flight.requests.per.connection).
 MAX_IN_FLIGHT = 5
 _SEQ_MASK = 0x7FFFFFFF
+#: INVALID_PRODUCER_EPOCH, PRODUCER_FENCED: a newer producer has the transactional id.
+_FENCED_CODES = (47, 90)
 
 
 @dataclass
@@ -230,6 +233,16 @@ class Sender:
             if not acc.ready(batch, now):
                 continue
             if txn is not None and not txn.can_send(tp):
+                if txn.error is not None:
+                    # The transaction failed (fenced: AddPartitionsToTxn refused): these
+                    # records can never be sent; fail them now, not at their deadline
+                    # after a loop of refused requests.
+                    while dq:
+                        failed = dq.popleft()
+                        acc._on_batch_closed(tp)
+                        failed.fail(txn.error)
+                    acc.notify_drained()
+                    continue
                 need_add.add(tp)
                 continue
             leader = cluster.leader_for(tp)
@@ -416,6 +429,14 @@ class Sender:
         if exc_cls is DuplicateSequenceNumber and self.pid is not None:
             # An earlier attempt was stored: success, offsets unknown (as Java's client).
             self._complete(batch, -1, -1, -1)
+            return
+        if code in _FENCED_CODES and self.pid is not None and self.pid.transactional_id:
+            # A newer producer with this transactional id bumped the epoch: fatal, as
+            # aiokafka's and Java's ProducerFenced; the transaction cannot commit either.
+            fenced = ProducerFenced()
+            if self.txn is not None and self.txn.error is None:
+                self.txn.error = fenced
+            batch.fail(fenced)
             return
         exc = exc_cls(message) if message else exc_cls()
         if exc_cls.invalid_metadata:
