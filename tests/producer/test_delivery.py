@@ -116,3 +116,28 @@ async def test_a_stopped_producer_is_collected_without_warning(
         del producer
         gc.collect()
     assert ref() is None
+
+
+async def test_an_unexpected_error_while_sending_fails_records_with_a_kafka_error(
+    embedded_cluster: EmbeddedCluster, make_producer: MakeProducer, monkeypatch: Any
+) -> None:
+    """A bug of ours while building a request fails the records with a KafkaError (the
+    original as its cause), as aiokafka, so ``except KafkaError`` handlers see it; the
+    producer goes on."""
+    from rackafka.errors import KafkaError
+    from rackafka.producer.sender import Sender
+
+    topic = unique("unexpected")
+    embedded_cluster.create_topic(topic, 1)
+    producer = make_producer()
+    await producer.start()
+
+    def broken(self: Sender, batch: Any) -> bytes:
+        raise KeyError("boom")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Sender, "_build", broken)
+        with pytest.raises(KafkaError, match="Unexpected error during batch delivery") as info:
+            await producer.send_and_wait(topic, b"x")
+    assert isinstance(info.value.__cause__, KeyError)
+    assert (await producer.send_and_wait(topic, b"y")).offset == 0

@@ -417,8 +417,13 @@ class Sender:
             raise
         except BaseException as exc:  # never leave futures hanging
             log.exception("sending to node %d failed", node)
+            error: BaseException = exc
+            if not isinstance(exc, KafkaError):
+                # A KafkaError, as aiokafka: code that catches KafkaError sees it too.
+                error = KafkaError(f"Unexpected error during batch delivery: {exc!r}")
+                error.__cause__ = exc
             for batch in batches:
-                batch.fail(exc)
+                batch.fail(error)
         finally:
             for batch in batches:
                 self._muted.discard(batch.tp)
