@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import warnings
+import weakref
+from collections.abc import Callable
 from typing import Any
 
 from typing_extensions import Self
 
-__all__ = ["AsyncRole"]
+__all__ = ["AsyncRole", "weak_method"]
 
 
 class AsyncRole:
@@ -36,3 +38,17 @@ class AsyncRole:
             _warnings.warn(
                 f"Unclosed {type(self).__name__} {self!r}", ResourceWarning, stacklevel=1
             )
+
+
+def weak_method(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A function that calls bound ``method`` while its object lives (else does nothing).
+
+    Background tasks and callbacks hold these instead of bound methods of a role, so a
+    role dropped without ``stop()`` can still be collected (and warn)."""
+    ref = weakref.WeakMethod(method)
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        bound = ref()
+        return bound(*args, **kwargs) if bound is not None else None
+
+    return call

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Generic, NamedTuple, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from rackafka.errors import KafkaError
 
@@ -38,6 +38,31 @@ class TopicPartition(NamedTuple):
 
     partition: int
     "The partition id"
+
+
+def as_topic_partition(tp: Any) -> TopicPartition:
+    """``tp`` as rackafka's :class:`TopicPartition`.
+
+    aiokafka's ``TopicPartition`` and any other ``(topic, partition)`` named tuple with
+    ``topic`` and ``partition`` fields are accepted (they compare and hash like ours), so
+    code that mixes aiokafka's structures with rackafka's clients keeps working.
+
+    Raises:
+        TypeError: ``tp`` is not such a named tuple.
+    """
+    if type(tp) is TopicPartition:
+        return tp
+    if (
+        isinstance(tp, tuple)
+        and len(tp) == 2
+        and hasattr(tp, "topic")
+        and hasattr(tp, "partition")
+        and isinstance(tp[0], str)
+        and isinstance(tp[1], int)
+        and not isinstance(tp[1], bool)
+    ):
+        return TopicPartition(tp[0], tp[1])
+    raise TypeError(f"partitions must be TopicPartition namedtuples, not {tp!r}")
 
 
 class BrokerMetadata(NamedTuple):

@@ -323,6 +323,9 @@ async def test_aiokafka_topic_partitions_are_accepted(
     assert (await consumer.beginning_offsets([theirs]))[theirs] == 0
     got = await asyncio.wait_for(consumer.getmany(theirs, timeout_ms=5000), WAIT)
     assert [r.offset for r in got[theirs]][0] == 3
+    assert consumer.highwater(theirs) == 10
+    consumer.seek(theirs, 5)
+    assert (await asyncio.wait_for(consumer.getone(theirs), WAIT)).offset == 5
     with pytest.raises(TypeError):
         consumer.assign([("k1", 0)])  # a plain tuple is not a TopicPartition (as aiokafka)
 

@@ -81,3 +81,20 @@ def test_defaults_as_aiokafka() -> None:
 def test_deprecated_arguments_warn() -> None:
     with pytest.warns(DeprecationWarning):
         AIOKafkaProducer(api_version="2.0.0")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        ({"security_protocol": "SOME"}, "`security_protocol` should be SSL or PLAINTEXT"),
+        (
+            {"security_protocol": "SSL", "ssl_context": None},
+            "`ssl_context` is mandatory if security_protocol=='SSL'",
+        ),
+    ],
+)
+def test_security_argument_errors_use_aiokafkas_words(kwargs: dict[str, Any], words: str) -> None:
+    """Programs and tests written for aiokafka match on its messages; ours start with them."""
+    with pytest.raises(ValueError) as info:
+        AIOKafkaProducer(bootstrap_servers="127.0.0.1:1", **kwargs)
+    assert words in str(info.value)

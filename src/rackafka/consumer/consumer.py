@@ -8,7 +8,6 @@ import logging
 import re
 import time
 import warnings
-import weakref
 from collections.abc import Callable, Iterable
 from typing import Any, Generic
 
@@ -16,7 +15,7 @@ from typing_extensions import TypeVar
 
 from rackafka import __version__
 from rackafka._config import check_positive as _positive
-from rackafka._lifecycle import AsyncRole
+from rackafka._lifecycle import AsyncRole, weak_method
 from rackafka.abc import ConsumerRebalanceListener
 from rackafka.client import KafkaClient
 from rackafka.cluster import ClusterMetadata
@@ -43,6 +42,7 @@ from rackafka.structs import (
     OffsetAndTimestamp,
     SubscriptionPattern,
     TopicPartition,
+    as_topic_partition,
 )
 from rackafka.subscription import (
     COMMITTED,
@@ -64,41 +64,6 @@ VT = TypeVar("VT", default=bytes)
 
 _ISOLATION = {"read_uncommitted": READ_UNCOMMITTED, "read_committed": READ_COMMITTED}
 _RESETS = (EARLIEST, LATEST, NONE)
-
-
-def _as_tp(tp: Any) -> TopicPartition:
-    """``tp`` as rackafka's :class:`TopicPartition`.
-
-    aiokafka's ``TopicPartition`` and any other ``(topic, partition)`` named tuple are
-    accepted (they compare and hash like ours).
-
-    Raises:
-        TypeError: ``tp`` is not such a named tuple.
-    """
-    if type(tp) is TopicPartition:
-        return tp
-    if (
-        isinstance(tp, tuple)
-        and len(tp) == 2
-        and hasattr(tp, "topic")
-        and hasattr(tp, "partition")
-        and isinstance(tp[0], str)
-        and isinstance(tp[1], int)
-        and not isinstance(tp[1], bool)
-    ):
-        return TopicPartition(tp[0], tp[1])
-    raise TypeError(f"partitions must be TopicPartition namedtuples, not {tp!r}")
-
-
-def _weak(method: Callable[..., Any]) -> Callable[..., Any]:
-    """A function that calls bound ``method`` while its object lives (else does nothing)."""
-    ref = weakref.WeakMethod(method)
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        bound = ref()
-        return bound(*args, **kwargs) if bound is not None else None
-
-    return call
 
 
 class _SubscribeArgumentsError(TypeError, ValueError):
@@ -482,10 +447,10 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
         if self._client_rack == AUTO_RACK:
             await self._resolve_auto_rack()
         self._fetcher = Fetcher(self._client, self._subs, **self._fetcher_args)
-        self._client.auth_failure_listeners.append(_weak(self._auth_failed))
+        self._client.auth_failure_listeners.append(weak_method(self._auth_failed))
         # Callbacks given to long-lived tasks hold the consumer weakly: a consumer that is
         # dropped without stop() is collected (and warns), as aiokafka's is.
-        self._metadata_listener = _weak(self._on_metadata)
+        self._metadata_listener = weak_method(self._on_metadata)
         self._client.cluster.add_listener(self._metadata_listener)
         self._started = True
         if self._group_id is not None:
@@ -495,9 +460,9 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
             self._coordinator = membership(
                 self._client,
                 self._subs,
-                on_assignment=_weak(self._group_assigned),
-                listener=_weak(self._current_listener),
-                pattern=_weak(self._match_pattern),
+                on_assignment=weak_method(self._group_assigned),
+                listener=weak_method(self._current_listener),
+                pattern=weak_method(self._match_pattern),
                 **self._group_args,
             )
             self._fetcher.committed_lookup = self._coordinator.fetch_committed
@@ -579,7 +544,7 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
             IllegalStateError: the consumer has a topic subscription.
             TypeError: an element is not a :class:`TopicPartition`.
         """
-        partitions = [_as_tp(tp) for tp in partitions]
+        partitions = [as_topic_partition(tp) for tp in partitions]
         if self._subs.topics or self._pattern is not None or self._subs.regex:
             raise IllegalStateError(
                 "Subscription to topics, partitions and pattern are mutually exclusive"
@@ -754,7 +719,7 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
     # -- positions -----------------------------------------------------------------
 
     def _state(self, tp: TopicPartition) -> PartitionState:
-        state = self._subs.state(tp)
+        state = self._subs.state(as_topic_partition(tp))
         if state is None:
             raise IllegalStateError(f"Partition {tp} is not assigned")
         return state
@@ -768,6 +733,7 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
         """
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise ValueError("Offset must be a positive integer")
+        partition = as_topic_partition(partition)
         state = self._state(partition)
         if self._fetcher is not None:
             self._fetcher.seek(partition, offset)
@@ -776,7 +742,7 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
 
     async def _seek_to(self, partitions: tuple[TopicPartition, ...], strategy: str) -> bool:
         fetcher = self._check_running()
-        partitions = tuple(_as_tp(tp) for tp in partitions)
+        partitions = tuple(as_topic_partition(tp) for tp in partitions)
         tps = list(partitions) or list(self._subs.assigned())
         states = [self._state(tp) for tp in tps]
         fetcher.request_reset(tps, strategy)
@@ -830,7 +796,7 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
             IllegalStateError: a partition is not assigned.
         """
         # aiokafka's order: the argument types first, then the group.
-        partitions = tuple(_as_tp(tp) for tp in partitions)
+        partitions = tuple(as_topic_partition(tp) for tp in partitions)
         group = self._group("seek_to_committed()")
         tps = list(partitions) or sorted(self._subs.assigned())
         not_assigned = set(tps) - self._subs.assigned()
@@ -886,7 +852,7 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
             to_commit = {}
             for key, value in offsets.items():
                 try:
-                    tp = _as_tp(key)
+                    tp = as_topic_partition(key)
                 except TypeError:
                     raise TypeError("Key should be TopicPartition instance") from None
                 if isinstance(value, int) and not isinstance(value, bool):
@@ -913,7 +879,7 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
             IllegalOperation: the consumer has no ``group_id``.
         """
         group = self._group("committed()")
-        partition = _as_tp(partition)
+        partition = as_topic_partition(partition)
         try:
             meta = (await group.fetch_committed([partition])).get(partition)
         except UnknownTopicOrPartitionError:
@@ -929,6 +895,7 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
             IllegalStateError: the partition is not assigned.
         """
         self._check_running()
+        partition = as_topic_partition(partition)
         while True:
             state = self._state(partition)
             if state.position is not None and state.reset is None:
@@ -955,7 +922,7 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
     def pause(self, *partitions: TopicPartition) -> None:
         """Stop fetching from ``partitions`` until :meth:`resume`; buffered records are kept."""
         for tp in partitions:
-            self._state(_as_tp(tp)).paused = True
+            self._state(as_topic_partition(tp)).paused = True
 
     def paused(self) -> set[TopicPartition]:
         """The partitions paused by :meth:`pause`."""
@@ -963,7 +930,7 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
 
     def resume(self, *partitions: TopicPartition) -> None:
         """Resume fetching from ``partitions``."""
-        partitions = tuple(_as_tp(tp) for tp in partitions)
+        partitions = tuple(as_topic_partition(tp) for tp in partitions)
         for tp in partitions:
             self._state(tp).paused = False
         if self._fetcher is not None:
@@ -992,7 +959,7 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
 
     async def _offsets(self, timestamps: dict[TopicPartition, int]) -> dict[TopicPartition, Any]:
         fetcher = self._check_running()
-        timestamps = {_as_tp(tp): ts for tp, ts in timestamps.items()}
+        timestamps = {as_topic_partition(tp): ts for tp, ts in timestamps.items()}
         if not timestamps:
             return {}
         return await fetcher.list_offsets(timestamps, self._request_timeout)
@@ -1070,7 +1037,7 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
                 raise ValueError("`max_records` must be a positive Integer")  # as aiokafka
         else:
             max_records = self._max_poll_records
-        wanted = set(partitions) if partitions else None
+        wanted = {as_topic_partition(tp) for tp in partitions} if partitions else None
         deadline = time.monotonic() + timeout_ms / 1000
         group = self._coordinator
         while True:
@@ -1114,7 +1081,7 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
         fetcher = self._check_running()
         if self._coordinator is not None:
             self._coordinator.polled()
-        wanted = set(partitions) if partitions else None
+        wanted = {as_topic_partition(tp) for tp in partitions} if partitions else None
         group = self._coordinator
         repeat = False
         while True:

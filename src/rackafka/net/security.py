@@ -107,13 +107,14 @@ class SecurityConfig:
         """
         if security_protocol not in SECURITY_PROTOCOLS:
             raise KafkaConfigurationError(
-                f"security_protocol must be one of {', '.join(SECURITY_PROTOCOLS)}, "
+                # aiokafka's words first: code and tests match on them.
+                "`security_protocol` should be SSL or PLAINTEXT (or SASL_PLAINTEXT, SASL_SSL), "
                 f"not {security_protocol!r}"
             )
         tls = security_protocol in ("SSL", "SASL_SSL")
         if tls and ssl_context is None:
             raise KafkaConfigurationError(
-                f"ssl_context is required with security_protocol={security_protocol!r}: "
+                f"`ssl_context` is mandatory if security_protocol=={security_protocol!r}: "
                 "pass rackafka.helpers.create_ssl_context() (the system's CAs) or one "
                 "with your CA file"
             )

@@ -36,6 +36,10 @@ _TABLE_SIZE = VARINT_TABLE_SIZE
 _new_tuple = tuple.__new__
 
 
+def _nothing() -> None:
+    """The wake-up of an accumulator not yet connected to a sender."""
+
+
 def _future_factory(loop: asyncio.AbstractEventLoop) -> Callable[[], asyncio.Future[Any]]:
     """``loop.create_future``, or the same done without a Python call for asyncio's loops."""
     if type(loop).create_future is asyncio.BaseEventLoop.create_future:
@@ -73,6 +77,7 @@ class ProducerBatch:
         "drained_at",
         "producer_epoch",
         "generation",
+        "last_error",
     )
 
     def __init__(self, tp: TopicPartition, limit: int, deadline: float) -> None:
@@ -98,6 +103,8 @@ class ProducerBatch:
         self.drained_at = 0.0
         self.producer_epoch = -1
         self.generation = -1
+        #: The error of the last failed attempt (the batch fails with it at its deadline).
+        self.last_error: BaseException | None = None
 
     def try_append(
         self,
@@ -238,6 +245,17 @@ class ProducerBatch:
             if not fut.done():
                 fut.set_result(meta)
 
+    def done_unacknowledged(self) -> None:
+        """Complete every future with ``None``: sent with ``acks=0``, no offset is known
+        (as aiokafka)."""
+        futures: list[asyncio.Future[Any]] = list(self.futures)
+        if self.batch_future is not None:
+            futures.append(self.batch_future)
+        self.futures = []
+        for fut in futures:
+            if not fut.done():
+                fut.set_result(None)
+
     def fail(self, exc: BaseException) -> None:
         """Fail every future with ``exc``."""
         if self.batch_future is not None:
@@ -257,13 +275,13 @@ class Accumulator:
     Arguments:
         max_batch_size: a batch closes when the next record would make it larger.
         linger: seconds a non-full batch waits for more records.
-        delivery_timeout: seconds from a batch's creation until it fails with
-            :exc:`~rackafka.errors.KafkaTimeoutError` if it could not be delivered.
-        wakeup: called when a batch may have become ready.
-        wake_at: called with the monotonic time at which a new lingering batch becomes
-            ready, so a sleeping sender wakes for it (not only at its next planned wake).
+        delivery_timeout: seconds from a batch's creation until it fails if it could
+            not be delivered (with the error of its last attempt, see
+            :meth:`drop_expired`).
         on_batch_closed: called with the partition whose open batch closed (the
             sticky partitioner moves on).
+
+    The sender's wake-ups are connected with :meth:`connect`.
     """
 
     def __init__(
@@ -272,15 +290,13 @@ class Accumulator:
         max_batch_size: int,
         linger: float,
         delivery_timeout: float,
-        wakeup: Callable[[], None],
         on_batch_closed: Callable[[TopicPartition], None],
-        wake_at: Callable[[float], None] | None = None,
     ) -> None:
         self.max_batch_size = max_batch_size
         self.linger = linger
         self.delivery_timeout = delivery_timeout
-        self._wakeup = wakeup
-        self._wake_at = wake_at
+        self._wakeup: Callable[[], None] = _nothing
+        self._wake_at: Callable[[float], None] | None = None
         self._on_batch_closed = on_batch_closed
         self.batches: dict[TopicPartition, collections.deque[ProducerBatch]] = {}
         self._drained = asyncio.Event()
@@ -291,6 +307,13 @@ class Accumulator:
         #: Set when the sender died: every later append raises it.
         self.error: BaseException | None = None
         self._new_future = _future_factory(asyncio.get_running_loop())
+
+    def connect(self, wakeup: Callable[[], None], wake_at: Callable[[float], None]) -> None:
+        """Wake the sender: ``wakeup()`` when a batch may have become ready, and
+        ``wake_at(t)`` with the monotonic time ``t`` at which a new lingering batch becomes
+        ready, so a sleeping sender wakes for it (not only at its next planned wake)."""
+        self._wakeup = wakeup
+        self._wake_at = wake_at
 
     def open_batch(self, tp: TopicPartition) -> ProducerBatch | None:
         """The batch of ``tp`` still taking records, if any."""
@@ -446,11 +469,9 @@ class Accumulator:
                 dq.popleft().fail(exc)
         self.notify_drained()
 
-    def drop_expired(self, now: float, make_error: Callable[[ProducerBatch], Any]) -> None:
-        """Fail queued head batches past their delivery deadline."""
-        for dq in self.batches.values():
-            while dq and dq[0].deadline < now and dq[0].base_sequence < 0:
-                batch = dq.popleft()
-                self._on_batch_closed(batch.tp)
-                batch.fail(make_error(batch))
-                self.notify_drained()
+    def expired(self, batch: ProducerBatch) -> None:
+        """The sender took ``batch`` off its queue to fail it (no leader in time)."""
+        if not batch.closed:
+            batch.closed = True
+            self._on_batch_closed(batch.tp)
+        self.notify_drained()

@@ -107,6 +107,10 @@ class StickyPartitioner:
             del self.current[topic]
             self._previous[topic] = partition
 
+    def on_batch_closed(self, tp: tuple[str, int]) -> None:
+        """:meth:`batch_closed` for a ``(topic, partition)`` pair (the accumulator's call)."""
+        self.batch_closed(tp[0], tp[1])
+
     def _choose(
         self,
         topic: str,

@@ -11,12 +11,13 @@ import contextlib
 import logging
 import time
 import warnings
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from rackafka import __version__
 from rackafka._config import INT32_MAX, check_callable, check_positive
-from rackafka._lifecycle import AsyncRole
+from rackafka._lifecycle import AsyncRole, weak_method
 from rackafka.client import KafkaClient
 from rackafka.errors import (
     IllegalOperation,
@@ -40,7 +41,12 @@ from rackafka.records.compression import (
     CODEC_ZSTD,
 )
 from rackafka.records.default_records import HEADER_SIZE
-from rackafka.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
+from rackafka.structs import (
+    OffsetAndMetadata,
+    RecordMetadata,
+    TopicPartition,
+    as_topic_partition,
+)
 from rackafka.zones.detect import AUTO_RACK, RackDecision, decide_client_rack
 
 log = logging.getLogger("rackafka.producer")
@@ -64,6 +70,52 @@ _RECORD_BASE_SIZE = HEADER_SIZE + _RECORD_OVERHEAD
 _NO_HEADERS: tuple[tuple[str, bytes | None], ...] = ()
 _time_ns = time.time_ns
 _DEFAULT_PARTITIONER = DefaultPartitioner()
+#: Clean-ups of producers collected without ``stop()`` (kept until they end).
+_ABANDONED: set[asyncio.Task[None]] = set()
+
+
+def _abandon(
+    loop: asyncio.AbstractEventLoop, sender: Sender, acc: Accumulator, client: KafkaClient
+) -> None:
+    """A started producer was garbage-collected without ``stop()``: fail what it still held
+    and stop its background tasks and connections (they never reference the producer, so
+    that it can be collected)."""
+
+    async def clean_up() -> None:
+        acc.fail_all(ProducerClosed("the producer was garbage-collected without stop()"))
+        await sender.close()
+        await client.close()
+
+    def schedule() -> None:
+        task = loop.create_task(clean_up())
+        _ABANDONED.add(task)
+        task.add_done_callback(_ABANDONED.discard)
+
+    if not loop.is_closed():
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(schedule)
+
+
+def _offset_and_metadata(value: Any) -> OffsetAndMetadata:
+    """An offset to commit: an int, or an ``(offset, metadata)`` pair such as our
+    :class:`OffsetAndMetadata` or aiokafka's."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return OffsetAndMetadata(value, "")
+    try:
+        offset, metadata = value
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"an offset must be an int or an (offset, metadata) pair, not {value!r}"
+        ) from None
+    if not isinstance(metadata, str):
+        raise TypeError("Metadata should be a string")
+    return OffsetAndMetadata(offset, metadata)
+
+
+def _log_transaction_end(task: asyncio.Task[None]) -> None:
+    """Retrieve the outcome of a commit or abort (its caller may have been cancelled)."""
+    if not task.cancelled() and task.exception() is not None:
+        log.debug("ending the transaction failed: %r", task.exception())
 
 
 class _NeedKeyOrValue(AssertionError, ValueError):
@@ -368,7 +420,7 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
         self.rack_decision: RackDecision | None = None
         self._sticky = StickyPartitioner(
             client_rack if rack_aware_partitioning and client_rack != AUTO_RACK else None,
-            self._leader_rack,
+            weak_method(self._leader_rack),
         )
         self._pid_state = (
             ProducerIdState(transactional_id, transaction_timeout_ms)
@@ -383,6 +435,10 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
         self._sender: Sender | None = None
         self._sender_task: asyncio.Task[None] | None = None
         self._sender_error: BaseException | None = None
+        #: The commit or abort under way (it goes on when its caller is cancelled).
+        self._txn_end: asyncio.Task[None] | None = None
+        self._txn_end_commit = False
+        self._finalizer: weakref.finalize[Any, Any] | None = None
         self._started = False
         self._closed = False
 
@@ -405,13 +461,15 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
             self.rack_decision = await decide_client_rack(racks, what, log)
             self._client_rack = self.rack_decision.rack
             self._sticky.rack = self._client_rack if self._rack_aware else None
+        # Nothing the background tasks hold refers to the producer (weak references
+        # at most), so a producer dropped without stop() is collected and warns.
         self._accumulator = Accumulator(
             max_batch_size=self._max_batch_size,
             linger=self._linger,
-            delivery_timeout=self._request_timeout * 2 + self._linger,
-            wakeup=self._wakeup,
-            on_batch_closed=self._batch_closed,
-            wake_at=self._wake_at,
+            # As aiokafka: a record not delivered within request_timeout_ms (after its
+            # linger) fails, with the error of its last attempt.
+            delivery_timeout=self._request_timeout + self._linger,
+            on_batch_closed=self._sticky.on_batch_closed,
         )
         self._sender = Sender(
             self._client,
@@ -433,8 +491,17 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
                 request_timeout=self._request_timeout,
             )
             self._sender.txn = self._txn
+        self._accumulator.connect(self._sender.wakeup, self._sender.wake_at)
         self._sender_task = self._sender.start()
-        self._sender_task.add_done_callback(self._sender_done)
+        self._sender_task.add_done_callback(weak_method(self._sender_done))
+        self._finalizer = weakref.finalize(
+            self,
+            _abandon,
+            asyncio.get_running_loop(),
+            self._sender,
+            self._accumulator,
+            self._client,
+        )
         self._started = True
 
     def _sender_done(self, task: asyncio.Task[None]) -> None:
@@ -447,17 +514,6 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
             if self._accumulator is not None:
                 self._accumulator.error = exc
                 self._accumulator.fail_all(exc)
-
-    def _wakeup(self) -> None:
-        if self._sender is not None:
-            self._sender.wakeup()
-
-    def _wake_at(self, when: float) -> None:
-        if self._sender is not None:
-            self._sender.wake_at(when)
-
-    def _batch_closed(self, tp: TopicPartition) -> None:
-        self._sticky.batch_closed(tp.topic, tp.partition)
 
     def _leader_rack(self, topic: str, partition: int) -> str | None:
         cluster = self._client.cluster
@@ -482,6 +538,10 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
         if self._closed:
             return
         self._closed = True
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        if self._txn_end is not None and not self._txn_end.done():
+            await asyncio.wait([self._txn_end])  # a commit or abort under way ends first
         if self._started and self._accumulator is not None and self._sender is not None:
             self._accumulator.closing = True
             try:
@@ -575,7 +635,8 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
 
         Returns:
             a future of the record's :class:`~rackafka.structs.RecordMetadata`, set
-            once the broker has stored it (``offset=-1`` with ``acks=0``).
+            once the broker has stored it; with ``acks=0`` it is set to ``None`` once
+            the record is sent (no offset is known), as aiokafka does.
 
         Raises:
             MessageSizeTooLargeError: the record is larger than ``max_request_size``.
@@ -657,7 +718,7 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
 
         Returns:
             a future of the :class:`~rackafka.structs.RecordMetadata` of the batch
-            (its first offset).
+            (its first offset; ``None`` with ``acks=0``).
 
         Raises:
             MessageSizeTooLargeError: the batch is larger than ``max_request_size``.
@@ -712,22 +773,56 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
             IllegalOperation: a transaction is already open.
         """
         txn = self._ensure_transactional()
+        ending = self._txn_end
+        if ending is not None and not ending.done():
+            # A commit or abort whose caller was cancelled goes on: it ends first.
+            await asyncio.shield(ending)
         await self._wait_producer_id()
         txn.begin()
 
     async def commit_transaction(self) -> None:
-        """Deliver every record of the transaction and commit it."""
-        txn = self._ensure_transactional()
-        await self.flush()
-        self._check_running()
-        await txn.end(True)
+        """Deliver every record of the transaction and commit it.
+
+        From the call on, :meth:`send` and :meth:`send_batch` raise
+        :exc:`~rackafka.errors.IllegalOperation` until the next :meth:`begin_transaction`.
+        Cancelling the caller does not cancel the commit: it goes on, and the next
+        :meth:`begin_transaction` waits for it (as aiokafka).
+        """
+        await self._end_transaction(True)
 
     async def abort_transaction(self) -> None:
         """Deliver what was sent, then abort the transaction (its records stay invisible
-        to ``read_committed`` consumers)."""
+        to ``read_committed`` consumers).
+
+        As :meth:`commit_transaction`: sending is refused from the call on, and
+        cancelling the caller does not cancel the abort.
+        """
+        await self._end_transaction(False)
+
+    async def _end_transaction(self, commit: bool) -> None:
         txn = self._ensure_transactional()
-        await self.flush()
-        await txn.end(False)
+        task = self._txn_end
+        if task is None or task.done():
+            txn.start_end(commit)  # raises IllegalOperation outside a transaction
+            task = asyncio.get_running_loop().create_task(self._finish_transaction(txn, commit))
+            task.add_done_callback(_log_transaction_end)
+            self._txn_end, self._txn_end_commit = task, commit
+        elif self._txn_end_commit != commit:
+            raise IllegalOperation(
+                "Invalid state transition: the transaction is being "
+                f"{'committed' if self._txn_end_commit else 'aborted'}"
+            )
+        await asyncio.shield(task)
+
+    async def _finish_transaction(self, txn: TransactionManager, commit: bool) -> None:
+        try:
+            await self.flush()
+            if commit:
+                self._check_running()
+            await txn.end(commit)
+        except BaseException:
+            txn.end_failed()
+            raise
 
     def transaction(self) -> contextlib.AbstractAsyncContextManager[None]:
         """``async with producer.transaction():`` begins a transaction, commits it on
@@ -759,7 +854,13 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
             raise IllegalOperation("Not in the middle of a transaction")
         if not group_id or not isinstance(group_id, str):
             raise ValueError(group_id)
-        for tp in offsets:
-            if not isinstance(tp, TopicPartition):
-                raise TypeError(f"offsets keys must be TopicPartition, not {tp!r}")
-        await txn.send_offsets(dict(offsets), group_id)
+        if not offsets or not isinstance(offsets, dict):
+            raise ValueError(offsets)  # as aiokafka
+        checked: dict[TopicPartition, int | OffsetAndMetadata] = {}
+        for tp, value in offsets.items():
+            try:
+                key = as_topic_partition(tp)
+            except TypeError:
+                raise TypeError(f"Key should be TopicPartition instance, not {tp!r}") from None
+            checked[key] = _offset_and_metadata(value)
+        await txn.send_offsets(checked, group_id)

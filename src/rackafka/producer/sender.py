@@ -21,6 +21,8 @@ from rackafka.errors import (
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
+    LeaderNotAvailableError,
+    NotLeaderForPartitionError,
     OutOfOrderSequenceNumber,
     ProducerFenced,
     UnknownProducerId,
@@ -63,6 +65,14 @@ class ProduceStats:
     @property
     def total_bytes(self) -> int:
         return self.same_rack_bytes + self.cross_rack_bytes + self.unknown_rack_bytes
+
+
+def _retriable(exc: BaseException) -> bool:
+    """Whether sending again may succeed: a retriable broker error, a broken connection or
+    a request that timed out."""
+    if isinstance(exc, (KafkaConnectionError, KafkaTimeoutError)):
+        return True
+    return isinstance(exc, KafkaError) and exc.retriable
 
 
 class ProducerIdState:
@@ -186,7 +196,6 @@ class Sender:
                 await self._init_producer_id()
                 continue
             now = time.monotonic()
-            self.acc.drop_expired(now, self._expired_error)
             requests, need_metadata = self._drain(now)
             if need_metadata:
                 self.client.request_update()
@@ -211,10 +220,18 @@ class Sender:
                 self._timer.cancel()
                 self._timer = None
 
-    def _expired_error(self, batch: ProducerBatch) -> KafkaError:
+    def _expired_error(self, batch: ProducerBatch) -> BaseException:
+        """Why ``batch``, still without a leader at its deadline, was not delivered: the
+        partition has no leader, or is not in the metadata (as aiokafka)."""
+        tp = batch.tp
+        where = f"{batch.count} record(s) for {tp.topic}[{tp.partition}]"
+        info = self.client.cluster.partition(tp)
+        if info is None:
+            return NotLeaderForPartitionError(f"{where}: the partition is not in the metadata")
+        if info.leader < 0:
+            return LeaderNotAvailableError(f"{where}: the partition has no leader")
         return KafkaTimeoutError(
-            f"{batch.count} record(s) for {batch.tp.topic}[{batch.tp.partition}] expired: "
-            f"not delivered within request_timeout_ms ({self.request_timeout_ms} ms)"
+            f"{where} not sent within request_timeout_ms ({self.request_timeout_ms} ms)"
         )
 
     def _drain(self, now: float) -> tuple[dict[int, list[ProducerBatch]], bool]:
@@ -248,6 +265,12 @@ class Sender:
             leader = cluster.leader_for(tp)
             if leader is None:
                 need_metadata = True
+                if now >= self._deadline(batch):
+                    # Still no leader at its deadline: fail it (the only batches that
+                    # expire unsent; the others fail by the outcome of their requests).
+                    dq.popleft()
+                    acc.expired(batch)
+                    self._give_up(batch, self._expired_error(batch), self._generation())
                 continue
             if self._in_flight.get(leader, 0) >= MAX_IN_FLIGHT or self.client.is_backing_off(
                 leader
@@ -382,7 +405,9 @@ class Sender:
                 if self.acks == 0:
                     await conn.drain()
                     for batch in batches:
-                        self._complete(batch, -1, -1, -1)
+                        self.stats.records += batch.count
+                        self.stats.batches += 1
+                        batch.done_unacknowledged()
                     return
                 response = await conn.wait(fut, what="Produce")
             except KafkaError as exc:
@@ -405,8 +430,13 @@ class Sender:
             raise
         except BaseException as exc:  # never leave futures hanging
             log.exception("sending to node %d failed", node)
+            error: BaseException = exc
+            if not isinstance(exc, KafkaError):
+                # A KafkaError, as aiokafka: code that catches KafkaError sees it too.
+                error = KafkaError(f"Unexpected error during batch delivery: {exc!r}")
+                error.__cause__ = exc
             for batch in batches:
-                batch.fail(exc)
+                batch.fail(error)
         finally:
             for batch in batches:
                 self._muted.discard(batch.tp)
@@ -458,24 +488,34 @@ class Sender:
         self._retry_or_fail(batch, exc, generation)
 
     def _retry_or_fail(self, batch: ProducerBatch, exc: BaseException, generation: int) -> None:
-        retriable = isinstance(exc, KafkaError) and exc.retriable
-        if isinstance(exc, (KafkaConnectionError, KafkaTimeoutError)):
-            retriable = True  # the connection broke or the request timed out
-        if retriable and time.monotonic() < batch.deadline:
-            self._requeue(batch)
-            return
-        if retriable and self.pid is not None and batch.base_sequence >= 0:
+        if _retriable(exc):
+            batch.last_error = exc
+            if time.monotonic() < self._deadline(batch):
+                self._requeue(batch)
+                return
+        self._give_up(batch, exc, generation)
+
+    def _generation(self) -> int:
+        return self.pid.generation if self.pid is not None else 0
+
+    def _deadline(self, batch: ProducerBatch) -> float:
+        """When ``batch`` stops being retried: ``request_timeout_ms`` after its linger (as
+        aiokafka); an idempotent batch already sent gets one more ``request_timeout_ms``
+        (aiokafka retries it for ever): failing it costs the producer id."""
+        if self.pid is not None and batch.base_sequence >= 0:
+            return batch.deadline + self.request_timeout_ms / 1000
+        return batch.deadline
+
+    def _give_up(self, batch: ProducerBatch, exc: BaseException, generation: int) -> None:
+        """Fail ``batch`` with ``exc``: the broker's error itself (as aiokafka), also for a
+        retriable one whose time is up."""
+        if _retriable(exc) and self.pid is not None and batch.base_sequence >= 0:
             # Whether the broker stored it is unknown: later batches cannot follow its
             # sequence numbers, so the next batch starts a new producer id.
             if self.pid.generation == generation:
                 self.pid.reset()
         elif self.pid is not None and self.pid.generation == generation:
             self.pid.rollback(batch)
-        if retriable:
-            exc = KafkaTimeoutError(
-                f"{batch.count} record(s) for {batch.tp.topic}[{batch.tp.partition}] "
-                f"not delivered within request_timeout_ms: {exc}"
-            )
         batch.fail(exc)
 
     def _requeue(self, batch: ProducerBatch) -> None:

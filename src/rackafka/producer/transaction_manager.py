@@ -32,7 +32,7 @@ from rackafka.structs import OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger("rackafka.producer")
 
-__all__ = ["IN_TRANSACTION", "READY", "TransactionManager"]
+__all__ = ["ENDING", "IN_TRANSACTION", "READY", "TransactionManager"]
 
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
@@ -165,8 +165,13 @@ class TransactionManager:
                 self.error = self.error or exc
             raise
 
-    async def end(self, commit: bool) -> None:
-        """EndTxn (commit or abort) once every batch is delivered."""
+    def start_end(self, commit: bool) -> None:
+        """The transaction is ending (no more records): :meth:`end` follows once every
+        batch is delivered; :meth:`end_failed` if it cannot be ended.
+
+        Raises:
+            IllegalOperation: no transaction is open.
+        """
         if self.error is not None and commit:
             raise self.error
         if self.state != IN_TRANSACTION:
@@ -174,6 +179,18 @@ class TransactionManager:
                 f"Invalid state transition {self.state} -> {'commit' if commit else 'abort'}"
             )
         self.state = ENDING
+
+    def end_failed(self) -> None:
+        """Ending failed: the transaction is open again (to be aborted or retried)."""
+        if self.state == ENDING:
+            self.state = IN_TRANSACTION
+
+    async def end(self, commit: bool) -> None:
+        """EndTxn (commit or abort), after :meth:`start_end` and the last delivery."""
+        if self.state != ENDING:
+            raise IllegalOperation(
+                f"Invalid state transition {self.state} -> {'commit' if commit else 'abort'}"
+            )
         try:
             if self.added:
                 await self._retrying(
