@@ -261,7 +261,7 @@ def test_numbers_refuse_other_types(name: str, value: Any) -> None:
     assert name in msg
 
 
-@pytest.mark.parametrize("name", WIRE_INTS + ["rebalance_timeout_ms"])
+@pytest.mark.parametrize("name", [*WIRE_INTS, "rebalance_timeout_ms"])
 def test_wire_ints_refuse_fractions(name: str) -> None:
     msg = config_error(**{name: 1500.5})
     assert name in msg and "int" in msg
