@@ -589,3 +589,53 @@ def test_matches_installed_aiokafka() -> None:
         assert ours.__name__ == theirs.__name__
         if issubclass(theirs, aiokafka_errors.BrokerResponseError) and hasattr(theirs, "errno"):
             assert ours.errno == theirs.errno
+
+
+# rackafka's one addition to aiokafka's hierarchy: every authentication failure is also an
+# AuthenticationFailedError, so one ``except`` catches them all.
+EXTRA_BASES = {
+    ("AuthenticationMethodNotSupported", "AuthenticationFailedError"),
+    ("UnsupportedSaslMechanismError", "AuthenticationFailedError"),
+    ("IllegalSaslStateError", "AuthenticationFailedError"),
+    ("SaslAuthenticationFailed", "AuthenticationFailedError"),
+}
+
+
+def test_hierarchy_is_aiokafkas() -> None:
+    # aiokafka code catches by base class: every subclass relation among aiokafka's errors
+    # holds here, and the only one added is listed above.
+    aiokafka_errors = pytest.importorskip("aiokafka.errors", reason="aiokafka is not installed")
+    theirs = {
+        name: cls
+        for name, cls in vars(aiokafka_errors).items()
+        if not name.startswith("_") and inspect.isclass(cls) and issubclass(cls, BaseException)
+    }
+    missing, added = set(), set()
+    for x, their_x in theirs.items():
+        for y, their_y in theirs.items():
+            ours = issubclass(getattr(errors, x), getattr(errors, y))
+            if issubclass(their_x, their_y) and not ours:
+                missing.add((x, y))
+            elif ours and not issubclass(their_x, their_y):
+                added.add((x, y))
+    assert not missing
+    assert added == EXTRA_BASES
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "AuthenticationFailedError",
+        "AuthenticationMethodNotSupported",
+        "SaslAuthenticationFailed",
+        "UnsupportedSaslMechanismError",
+        "IllegalSaslStateError",
+        "SslAuthenticationError",
+    ],
+)
+def test_authentication_errors_are_not_connection_errors(name: str) -> None:
+    # aiokafka code that retries on KafkaConnectionError must not retry a wrong password.
+    cls = getattr(errors, name)
+    assert issubclass(cls, errors.AuthenticationFailedError)
+    assert not issubclass(cls, errors.KafkaConnectionError)
+    assert not cls.retriable

@@ -6,11 +6,12 @@ argument; it never echoes a secret and never opens a connection.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from rackafka.errors import KafkaConfigurationError
 
-__all__ = ["INT32_MAX", "check_callable", "check_positive"]
+__all__ = ["INT32_MAX", "check_callable", "check_duration_ms", "check_positive"]
 
 #: The largest value of a setting sent as a 32-bit integer on the wire.
 INT32_MAX = 2**31 - 1
@@ -29,6 +30,25 @@ def check_positive(name: str, value: Any, *, zero: bool = False) -> int:
         raise KafkaConfigurationError(f"{name} must be {allowed}, not {value}")
     if value > INT32_MAX:
         # Sent as a 32-bit integer on the wire (or used as one by Kafka clients).
+        raise KafkaConfigurationError(f"{name} must be at most {INT32_MAX}, not {value}")
+    return value
+
+
+def check_duration_ms(name: str, value: Any, *, zero: bool = False) -> float:
+    """``value`` if it is a number of milliseconds > 0 (>= 0 with ``zero``), else the error
+    naming ``name``. For durations the client only waits for (never sent on the wire): a
+    fractional float such as ``1500.5`` is accepted, as aiokafka accepts it. An int
+    stays an int."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise KafkaConfigurationError(f"{name} must be a number of milliseconds, not {value!r}")
+    if not math.isfinite(value):
+        raise KafkaConfigurationError(f"{name} must be finite, not {value!r}")
+    if value < 0 or (value == 0 and not zero):
+        allowed = ">= 0" if zero else "> 0"
+        raise KafkaConfigurationError(f"{name} must be {allowed}, not {value}")
+    if value > INT32_MAX:
         raise KafkaConfigurationError(f"{name} must be at most {INT32_MAX}, not {value}")
     return value
 

@@ -368,16 +368,16 @@ class KafkaConnectionError(KafkaError):
     invalid_metadata = True
 
 
-class AuthenticationFailedError(KafkaConnectionError):
+class AuthenticationFailedError(KafkaError):
     """Authentication with the broker failed: SASL credentials, or the TLS handshake.
 
     Every authentication failure is one of these, whatever the cause
     (:class:`SaslAuthenticationFailed`, :class:`UnsupportedSaslMechanismError`,
-    :class:`IllegalSaslStateError`, :class:`SslAuthenticationError`). It is also a
-    :class:`KafkaConnectionError` (the connection is closed), so code written for
-    aiokafka, where a failed bootstrap is a connection error, still catches it. It is
-    not retried at once: the client backs off before it connects to that broker again
-    (``reconnect_backoff_ms``), and the consumer raises the failure from its next call.
+    :class:`IllegalSaslStateError`, :class:`SslAuthenticationError`). As in aiokafka, it is
+    *not* a :class:`KafkaConnectionError`: code that retries on connection errors does not
+    retry a wrong password. It is not retried at once: the client backs off before it
+    connects to that broker again (``reconnect_backoff_ms``), and the consumer and the
+    producer raise the failure from their next call.
     """
 
     retriable = False

@@ -241,13 +241,21 @@ async def test_committed_of_an_unknown_topic_is_none(
     assert await consumer.committed(TopicPartition("no-such-topic", 0)) is None
 
 
-async def test_seek_to_committed_checks_types_first(make: Make) -> None:
+async def test_seek_to_committed_checks_types_then_assignment_then_group(
+    embedded_cluster: EmbeddedCluster, make: Make
+) -> None:
+    # aiokafka 0.14: TypeError for a non-partition, IllegalStateError for a partition not
+    # assigned (even without a group), and only then IllegalOperation for a missing group.
+    embedded_cluster.create_topic("stc", 2)
     consumer = make()  # no group_id
     await consumer.start()
+    consumer.assign([TopicPartition("stc", 0)])
     with pytest.raises(TypeError):
         await consumer.seek_to_committed("not a partition")  # type: ignore[arg-type]
+    with pytest.raises(IllegalStateError):
+        await consumer.seek_to_committed(TopicPartition("stc", 1))
     with pytest.raises(IllegalOperation):
-        await consumer.seek_to_committed(TopicPartition("t", 0))
+        await consumer.seek_to_committed(TopicPartition("stc", 0))
 
 
 # -- 9: a dropped consumer is collected and warns -------------------------------------------------

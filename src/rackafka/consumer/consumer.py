@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import re
 import time
 import warnings
@@ -14,6 +15,7 @@ from typing import Any, Generic
 from typing_extensions import TypeVar
 
 from rackafka import __version__
+from rackafka._config import check_duration_ms as _duration
 from rackafka._config import check_positive as _positive
 from rackafka._lifecycle import AsyncRole, weak_method
 from rackafka.abc import ConsumerRebalanceListener
@@ -199,28 +201,28 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
         fetch_max_bytes: int = 52428800,
         fetch_min_bytes: int = 1,
         max_partition_fetch_bytes: int = 1 * 1024 * 1024,
-        request_timeout_ms: int = 40 * 1000,
-        retry_backoff_ms: int = 100,
+        request_timeout_ms: float = 40 * 1000,
+        retry_backoff_ms: float = 100,
         retry_backoff_max_ms: int = 1000,
         reconnect_backoff_ms: int = 50,
         reconnect_backoff_max_ms: int = 1000,
         auto_offset_reset: str = "latest",
         enable_auto_commit: bool = True,
-        auto_commit_interval_ms: int = 5000,
+        auto_commit_interval_ms: float = 5000,
         check_crcs: bool = True,
-        metadata_max_age_ms: int = 5 * 60 * 1000,
+        metadata_max_age_ms: float = 5 * 60 * 1000,
         partition_assignment_strategy: Any = None,
-        max_poll_interval_ms: int = 300000,
+        max_poll_interval_ms: float = 300000,
         rebalance_timeout_ms: int | None = None,
         session_timeout_ms: int = 10000,
-        heartbeat_interval_ms: int = 3000,
-        consumer_timeout_ms: int = 200,
+        heartbeat_interval_ms: float = 3000,
+        consumer_timeout_ms: float = 200,
         max_poll_records: int | None = None,
         ssl_context: Any = None,
         security_protocol: str = "PLAINTEXT",
         api_version: str | None = None,
         exclude_internal_topics: bool = True,
-        connections_max_idle_ms: int | None = 540000,
+        connections_max_idle_ms: float | None = 540000,
         isolation_level: str = "read_uncommitted",
         sasl_mechanism: str = "PLAIN",
         sasl_plain_password: str | None = None,
@@ -274,8 +276,8 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
             )
         if isolation_level not in _ISOLATION:
             raise KafkaConfigurationError(
-                "isolation_level must be 'read_uncommitted' or 'read_committed', "
-                f"not {isolation_level!r}"
+                f"Incorrect isolation level {isolation_level}: isolation_level must be "
+                f"'read_uncommitted' or 'read_committed', not {isolation_level!r}"
             )
         if not isinstance(record_tuples, bool):
             raise KafkaConfigurationError(f"record_tuples must be a bool, not {record_tuples!r}")
@@ -305,21 +307,21 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
         max_partition_fetch_bytes = _positive(
             "max_partition_fetch_bytes", max_partition_fetch_bytes
         )
-        request_timeout_ms = _positive("request_timeout_ms", request_timeout_ms)
-        retry_backoff_ms = _positive("retry_backoff_ms", retry_backoff_ms, zero=True)
+        request_timeout_ms = _duration("request_timeout_ms", request_timeout_ms)
+        retry_backoff_ms = _duration("retry_backoff_ms", retry_backoff_ms, zero=True)
         retry_backoff_max_ms = _positive("retry_backoff_max_ms", retry_backoff_max_ms, zero=True)
         reconnect_backoff_ms = _positive("reconnect_backoff_ms", reconnect_backoff_ms, zero=True)
         reconnect_backoff_max_ms = _positive(
             "reconnect_backoff_max_ms", reconnect_backoff_max_ms, zero=True
         )
-        metadata_max_age_ms = _positive("metadata_max_age_ms", metadata_max_age_ms)
-        consumer_timeout_ms = _positive("consumer_timeout_ms", consumer_timeout_ms, zero=True)
-        auto_commit_interval_ms = _positive("auto_commit_interval_ms", auto_commit_interval_ms)
-        max_poll_interval_ms = _positive("max_poll_interval_ms", max_poll_interval_ms)
+        metadata_max_age_ms = _duration("metadata_max_age_ms", metadata_max_age_ms)
+        consumer_timeout_ms = _duration("consumer_timeout_ms", consumer_timeout_ms, zero=True)
+        auto_commit_interval_ms = _duration("auto_commit_interval_ms", auto_commit_interval_ms)
+        max_poll_interval_ms = _duration("max_poll_interval_ms", max_poll_interval_ms)
         session_timeout_ms = _positive("session_timeout_ms", session_timeout_ms)
-        heartbeat_interval_ms = _positive("heartbeat_interval_ms", heartbeat_interval_ms)
+        heartbeat_interval_ms = _duration("heartbeat_interval_ms", heartbeat_interval_ms)
         if connections_max_idle_ms is not None:  # None disables idle checks (aiokafka)
-            connections_max_idle_ms = _positive("connections_max_idle_ms", connections_max_idle_ms)
+            connections_max_idle_ms = _duration("connections_max_idle_ms", connections_max_idle_ms)
         for name, flag in (
             ("enable_auto_commit", enable_auto_commit),
             ("check_crcs", check_crcs),
@@ -348,8 +350,14 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
             if fn is not None and not callable(fn):
                 raise KafkaConfigurationError(f"{name} must be callable, not {fn!r}")
         for t in topics:
-            if not isinstance(t, str) or not t:
-                raise KafkaConfigurationError(f"topics must be non-empty strings, not {t!r}")
+            if not isinstance(t, str):
+                # As aiokafka: a TypeError (a list given as the one positional argument).
+                raise TypeError(
+                    f"topics must be strings given as separate arguments "
+                    f"(AIOKafkaConsumer('a', 'b', ...)), not {t!r}"
+                )
+            if not t:
+                raise KafkaConfigurationError("topics must be non-empty strings, not ''")
         # Parses bootstrap_servers and raises on a bad one.
         self._client = KafkaClient(
             bootstrap_servers,
@@ -387,7 +395,7 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
             "rebalance_timeout_ms": (
                 rebalance_timeout_ms
                 if rebalance_timeout_ms is not None
-                else max_poll_interval_ms
+                else math.ceil(max_poll_interval_ms)  # an int on the wire
                 if group_protocol == "consumer"
                 else session_timeout_ms
             ),
@@ -795,13 +803,14 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
             IllegalOperation: the consumer has no ``group_id``.
             IllegalStateError: a partition is not assigned.
         """
-        # aiokafka's order: the argument types first, then the group.
+        # aiokafka's order: the argument types, then the assignment, then the group.
         partitions = tuple(as_topic_partition(tp) for tp in partitions)
-        group = self._group("seek_to_committed()")
+        self._check_running()
         tps = list(partitions) or sorted(self._subs.assigned())
         not_assigned = set(tps) - self._subs.assigned()
         if not_assigned:
             raise IllegalStateError(f"Partitions {not_assigned} are not assigned")
+        group = self._group("seek_to_committed()")
         found = await group.fetch_committed(tps)
         out: dict[TopicPartition, int | None] = {}
         fetcher = self._fetcher

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rackafka.errors import (
+    AuthenticationFailedError,
     KafkaConnectionError,
     KafkaError,
     KafkaProtocolError,
@@ -74,7 +75,7 @@ class Connection:
         port: int,
         node_id: int | None = None,
         client_id: str | None = "rackafka",
-        request_timeout_ms: int = 40000,
+        request_timeout_ms: float = 40000,
         max_frame_size: int = frames.DEFAULT_MAX_FRAME_SIZE,
         security: SecurityConfig | None = None,
     ) -> None:
@@ -121,7 +122,7 @@ class Connection:
         client_id: str | None = "rackafka",
         connector: Connector | None = None,
         connect_timeout_ms: int | None = None,
-        request_timeout_ms: int = 40000,
+        request_timeout_ms: float = 40000,
         negotiate: bool = True,
         client_software_version: str = "0",
         security: SecurityConfig | None = None,
@@ -139,7 +140,7 @@ class Connection:
             KafkaConnectionError: the broker cannot be reached in time, or the
                 connection broke during negotiation.
             AuthenticationFailedError: the TLS handshake or SASL authentication failed
-                (a subclass of :class:`KafkaConnectionError`).
+                (not a :class:`KafkaConnectionError`, as in aiokafka).
         """
         if connector is None:
             connector = security.connector() if security is not None else plaintext_connector
@@ -263,14 +264,15 @@ class Connection:
             self._close_callbacks.append(callback)
 
     def close(self, reason: BaseException | None = None) -> None:
-        """Close now; every waiter fails with :class:`KafkaConnectionError`."""
+        """Close now; every waiter fails with :class:`KafkaConnectionError` (or with the
+        :class:`AuthenticationFailedError` that closed it)."""
         if self._closed is not None:
             return
         if reason is None:
             reason = KafkaConnectionError(f"connection to {self.host}:{self.port} closed")
         elif isinstance(reason, ssl.SSLError):
             reason = tls_failure(self.host, self.port, reason)
-        elif not isinstance(reason, KafkaConnectionError):
+        elif not isinstance(reason, (KafkaConnectionError, AuthenticationFailedError)):
             wrapped = KafkaConnectionError(
                 f"connection to {self.host}:{self.port} failed: {reason}"
             )

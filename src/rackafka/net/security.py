@@ -106,15 +106,18 @@ class SecurityConfig:
                 invalid; the message never contains a secret.
         """
         if security_protocol not in SECURITY_PROTOCOLS:
+            # Each message starts with aiokafka's own words, which code ported from
+            # aiokafka (and aiokafka's tests) match on.
             raise KafkaConfigurationError(
-                # aiokafka's words first: code and tests match on them.
-                "`security_protocol` should be SSL or PLAINTEXT (or SASL_PLAINTEXT, SASL_SSL), "
+                "`security_protocol` should be SSL or PLAINTEXT (or SASL_PLAINTEXT, "
+                f"SASL_SSL): security_protocol must be one of {', '.join(SECURITY_PROTOCOLS)}, "
                 f"not {security_protocol!r}"
             )
         tls = security_protocol in ("SSL", "SASL_SSL")
         if tls and ssl_context is None:
             raise KafkaConfigurationError(
-                f"`ssl_context` is mandatory if security_protocol=={security_protocol!r}: "
+                "`ssl_context` is mandatory if security_protocol=='SSL': "
+                f"ssl_context is required with security_protocol={security_protocol!r}: "
                 "pass rackafka.helpers.create_ssl_context() (the system's CAs) or one "
                 "with your CA file"
             )
@@ -135,8 +138,9 @@ class SecurityConfig:
                 ):
                     if not isinstance(value, str) or not value:
                         raise KafkaConfigurationError(
-                            f"{name} is required (a non-empty str) with "
-                            f"sasl_mechanism={sasl_mechanism!r}"
+                            "sasl_plain_username and sasl_plain_password required for "
+                            f"{sasl_mechanism} sasl: {name} is required (a non-empty str) "
+                            f"with sasl_mechanism={sasl_mechanism!r}"
                         )
             if sasl_mechanism == "OAUTHBEARER":
                 provider = sasl_oauth_token_provider
