@@ -363,7 +363,9 @@ def unsecured_oauth_token(principal: str = "client", lifetime_s: float = 3600.0)
         return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
     now = time.time()
-    claims = {"sub": principal, "iat": now, "exp": now + lifetime_s}
+    # NumericDate in whole seconds; an "iat" in the future (even by a fraction of a second) is
+    # refused by the broker.
+    claims = {"sub": principal, "iat": int(now), "exp": int(now + lifetime_s)}
     return f"{b64({'alg': 'none'})}.{b64(claims)}."
 
 
