@@ -428,11 +428,6 @@ def stop_processes(nodes: Sequence[_Node], timeout: float, *, kill: bool = False
             except ProcessLookupError:
                 pass
             n.proc.wait()
-        try:
-            # the JVM's children (none expected) go with its group
-            os.killpg(n.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
         _reaper.forget(n.proc.pid)
         n.proc = None
         if n.out is not None:
