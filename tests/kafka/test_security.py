@@ -3,8 +3,10 @@ OAUTHBEARER (Kafka's unsecured tokens), over TLS with the test CA."""
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
+from collections import Counter
 
 import pytest
 
@@ -67,3 +69,54 @@ async def test_wrong_password_is_refused(kafka: KafkaCluster) -> None:
         await producer.start()
     await producer.stop()
     assert USERS["alice"] not in str(info.value) and "not-" not in str(info.value)
+
+
+async def test_group_keeps_reading_across_three_session_lifetimes(
+    kafka: KafkaCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """KIP-368: the brokers end each SASL session after ``connections.max.reauth.ms``
+    (SESSION_LIFETIME_MS); the clients re-authenticate on their live connections before
+    that, and a group reads every record once across three lifetimes."""
+    from .conftest import SESSION_LIFETIME_MS
+
+    caplog.set_level(logging.DEBUG, logger="rackafka.net")
+    topic = f"reauth-{uuid.uuid4().hex[:6]}"
+    kafka.create_topic(topic, 3, 3)
+    producer = AIOKafkaProducer(acks="all", **options(kafka, "SCRAM-SHA-256"))
+    consumer = AIOKafkaConsumer(
+        topic,
+        group_id=f"reauth-{uuid.uuid4().hex[:6]}",
+        auto_offset_reset="earliest",
+        client_rack="az-a",
+        **options(kafka, "SCRAM-SHA-256", "bob"),
+    )
+    await producer.start()
+    await consumer.start()
+    sent = 0
+    got: list[bytes] = []
+    try:
+        end = time.monotonic() + 3.3 * SESSION_LIFETIME_MS / 1000
+        while time.monotonic() < end:
+            await producer.send_and_wait(topic, b"%d" % sent)
+            sent += 1
+            for records in (await consumer.getmany(timeout_ms=300)).values():
+                got += [r.value for r in records]
+        deadline = time.monotonic() + 60
+        while len(got) < sent and time.monotonic() < deadline:
+            for records in (await consumer.getmany(timeout_ms=300)).values():
+                got += [r.value for r in records]
+    finally:
+        await consumer.stop()
+        await producer.stop()
+    assert sorted(got, key=int) == [b"%d" % i for i in range(sent)]
+    assert len(got) == sent
+    reauths = Counter(
+        r.getMessage().split(": re-authenticated")[0]
+        for r in caplog.records
+        if ": re-authenticated" in r.getMessage()
+    )
+    messages = [r.getMessage() for r in caplog.records]
+    failed = [m for m in messages if "re-authentication failed" in m]
+    assert not failed
+    # some connection lived through three sessions, re-authenticating at least twice
+    assert reauths and max(reauths.values()) >= 2, reauths

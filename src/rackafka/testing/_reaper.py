@@ -11,12 +11,9 @@ grace period, and exits.
 from __future__ import annotations
 
 import atexit
-import os
-import signal
 import subprocess
 import sys
 import threading
-import time
 
 __all__ = ["forget", "watch"]
 
@@ -26,40 +23,28 @@ _lock = threading.Lock()
 _proc: subprocess.Popen[bytes] | None = None
 
 
-def _alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # pragma: no cover - someone else's group now
-        return False
-    return True
-
-
-def _signal_all(groups: set[int], sig: int) -> None:
+#: The reaper's program, run with ``python -c`` so that it imports nothing of ours.
+_PROGRAM = """
+import os, signal, sys, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+groups = set()
+for line in sys.stdin:
+    line = line.strip()
+    if len(line) > 1 and line[1:].isdigit():
+        (groups.add if line[0] == "+" else groups.discard)(int(line[1:]))
+def send(sig):
     for pgid in list(groups):
         try:
             os.killpg(pgid, sig)
         except (ProcessLookupError, PermissionError):
             groups.discard(pgid)
-
-
-def _run() -> None:  # pragma: no cover - runs in the reaper process
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    groups: set[int] = set()
-    for line in sys.stdin:
-        line = line.strip()
-        if len(line) > 1 and line[1:].isdigit():
-            if line[0] == "+":
-                groups.add(int(line[1:]))
-            elif line[0] == "-":
-                groups.discard(int(line[1:]))
-    _signal_all(groups, signal.SIGTERM)
-    deadline = time.monotonic() + _GRACE_SECONDS
-    while groups and time.monotonic() < deadline:
-        groups = {g for g in groups if _alive(g)}
-        time.sleep(0.2)
-    _signal_all(groups, signal.SIGKILL)
+send(signal.SIGTERM)
+deadline = time.monotonic() + GRACE
+while groups and time.monotonic() < deadline:
+    time.sleep(0.2)
+    send(0)
+send(signal.SIGKILL)
+"""
 
 
 def _send(line: str) -> None:
@@ -67,7 +52,12 @@ def _send(line: str) -> None:
     with _lock:
         if _proc is None or _proc.poll() is not None:
             _proc = subprocess.Popen(
-                [sys.executable, "-c", "from rackafka.testing._reaper import _run; _run()"],
+                [
+                    sys.executable,
+                    "-I",
+                    "-c",
+                    _PROGRAM.replace("GRACE", repr(_GRACE_SECONDS)),
+                ],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,

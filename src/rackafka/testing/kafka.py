@@ -124,7 +124,12 @@ def _port_free(port: int) -> bool:
 
 
 def _cluster_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A random cluster id: 16 bytes, URL-safe base64 as Kafka writes them, never starting
+    with ``-`` (the storage tool would read it as an option, so Kafka avoids those too)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 _SCRAM_UNSAFE = re.compile(r'[,\[\]="\s]')
@@ -363,7 +368,9 @@ def unsecured_oauth_token(principal: str = "client", lifetime_s: float = 3600.0)
         return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
     now = time.time()
-    claims = {"sub": principal, "iat": now, "exp": now + lifetime_s}
+    # NumericDate in whole seconds; an "iat" in the future (even by a fraction of a second) is
+    # refused by the broker.
+    claims = {"sub": principal, "iat": int(now), "exp": int(now + lifetime_s)}
     return f"{b64({'alg': 'none'})}.{b64(claims)}."
 
 
@@ -421,11 +428,6 @@ def stop_processes(nodes: Sequence[_Node], timeout: float, *, kill: bool = False
             except ProcessLookupError:
                 pass
             n.proc.wait()
-        try:
-            # the JVM's children (none expected) go with its group
-            os.killpg(n.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
         _reaper.forget(n.proc.pid)
         n.proc = None
         if n.out is not None:
@@ -1185,20 +1187,24 @@ class KafkaCluster(_ClientMixin):
         return probe_api_versions(broker.host, broker.port)
 
     # -- brokers ---------------------------------------------------------------------------
-    def broker_down(self, broker_id: int, *, kill: bool = False, timeout: float = 60.0) -> None:
+    def broker_down(
+        self, broker_id: int, *, kill: bool = False, timeout: float | None = None
+    ) -> None:
         """Stop a broker's JVM and wait until the cluster has moved on without it.
 
         With SIGTERM (default) the broker shuts down in a controlled way: the controller moves
         the leadership of its partitions to other in-sync replicas first. With ``kill=True``
         it is SIGKILLed (a crash); the controller fences it after ``broker.session.timeout.ms``.
         Returns once the broker is out of the cluster's metadata and leads no partition of
-        the topics made with :meth:`create_topic`.
+        the topics made with :meth:`create_topic` (``timeout``: at most that many seconds,
+        default ``startup_timeout``).
         """
         with self._lock:
             nd = self._node(broker_id)
             self._clients()
             if broker_id in self._down:
                 return
+            timeout = self._startup_timeout if timeout is None else timeout
             self._procs.stop(nd, self._stop_timeout, kill=kill)
             self._down.add(broker_id)
             deadline = time.monotonic() + timeout
