@@ -846,7 +846,7 @@ async def run_demo(
         say(
             "cluster   "
             + ", ".join(f"broker {n} in {r}" for n, r in sorted(brokers.items()))
-            + f" ({engine or 'embedded'}, 127.0.0.1; a separate process: "
+            + f"\n          ({engine or 'embedded'}, 127.0.0.1, in a process of its own: "
             "python -m rackafka.testing serve)"
         )
         say(
@@ -860,8 +860,8 @@ async def run_demo(
         produce_seconds = time.perf_counter() - t0
         say(
             f"produced  {produced.count:,} records of {VALUE_SIZE} B "
-            f"({produced.count * VALUE_SIZE / 1e6:.1f} MB of values) in {produce_seconds:.1f} s "
-            f"({produced.count / max(produce_seconds, 1e-9):,.0f} records/s, rackafka's "
+            f"({produced.count * VALUE_SIZE / 1e6:.1f} MB of values) in {produce_seconds:.1f} s\n"
+            f"          ({produced.count / max(produce_seconds, 1e-9):,.0f} records/s, rackafka's "
             "AIOKafkaProducer, acks=all)"
         )
         expected = {
@@ -877,8 +877,8 @@ async def run_demo(
         with_rack: list[RunResult] = []
         times = f" ({repeat} times each, alternating)" if repeat > 1 else ""
         say(
-            f"consumer  in {client_rack}: reading everything without client_rack, then with "
-            f'client_rack="{client_rack}"{times} ...'
+            f"consumer  in {client_rack}: reading everything without client_rack, then with\n"
+            f'          client_rack="{client_rack}"{times} ...'
         )
         for _round in range(repeat):
             # A consumer without client_rack sends an empty rack id: Kafka's
@@ -972,10 +972,10 @@ def format_report(report: DemoReport) -> str:
     out = ["", line(header), "  ".join("-" * w for w in widths)]
     out += [line(r) for r in rows]
     rounds = len(report.repeats) // max(len(report.runs), 1)
-    median = f"median of {rounds} runs each, " if rounds > 1 else ""
+    median = f"median of {rounds} runs each; " if rounds > 1 else ""
     out.append(
-        f"(records/s: {median}rackafka's consumer in this process, from its creation to the "
-        "last\n record; the brokers and the replica selector run in the cluster's own process)"
+        f"(records/s: {median}rackafka's consumer alone in this process, from its creation\n"
+        " to its last record; the brokers and the replica selector run in another process)"
     )
     out.append("")
     racks = sorted(report.brokers.items())

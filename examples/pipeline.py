@@ -131,11 +131,15 @@ def fill_topic(
     return the seconds producing took."""
     cluster.create_topic(TOPIC, partitions, 3)
 
+    made = [event(i, users, minutes) for i in range(events)]  # once, not once per callable
+    values = [json.dumps(e, separators=(",", ":")).encode() for e in made]
+    keys = [e["user"].encode() for e in made]
+
     def value(i: int) -> bytes:
-        return json.dumps(event(i, users, minutes), separators=(",", ":")).encode()
+        return values[i]
 
     def key(i: int) -> bytes:
-        return event(i, users, minutes)["user"].encode()
+        return keys[i]
 
     started = time.perf_counter()
     result = cluster.produce(TOPIC, events, key=key, value=value, partition="spread")

@@ -64,8 +64,9 @@ def test_main_prints_exactly_once_and_all_bytes_from_own_rack(
     without = rows["without client_rack"][2:]
     assert without[3:] == [f"{RECORDS:,}", "0", "0", "yes"], out
     assert f"OK: all {RECORDS:,} records arrived exactly once" in out
-    assert "(records/s: median of 3 runs each, rackafka's consumer in this process" in out
+    assert "(records/s: median of 3 runs each; rackafka's consumer alone in this process" in out
     assert "produced  6,000 records of 100 B (0.6 MB of values) in " in out
+    assert "in a process of its own: python -m rackafka.testing serve" in out
 
     # The group part: one row per member (rack, partitions, own rack, other racks, records),
     # then the group's row.

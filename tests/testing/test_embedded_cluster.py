@@ -6,6 +6,7 @@ admin client, and a minimal Fetch v11 client written for these tests (``_rawkafk
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import socket
 import sys
@@ -782,3 +783,27 @@ def test_produce_time_limits_grow_with_the_work() -> None:
     assert delivery_timeout(1000, value_size=1_000_000) > delivery_timeout(1000)
     assert summarize_indexes([5, 1, 2, 3, 9, 3]) == "5 record(s): 1-3, 5, 9"
     assert summarize_indexes(range(0, 40, 2), limit=3).endswith("0, 2, 4, ... (17 more ranges)")
+
+
+async def test_produce_without_a_timeout_gives_up_when_nothing_moves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # No total limit by default: a produce call waits while records are acknowledged, and
+    # fails, naming the records, once nothing moved for STALL_SECONDS (shortened here).
+    from rackafka.testing import _clients, _produce
+
+    monkeypatch.setattr(_produce, "STALL_SECONDS", 2.0)
+    monkeypatch.setattr(_clients, "STALL_SECONDS", 2.0)
+    async with EmbeddedCluster(brokers=2) as c:
+        c.create_topic("stalled", 1, replication_factor=2)
+        c.move_leader("stalled", 0, 2)
+        c.broker_down(2)
+        with pytest.raises(ProduceError, match=r"none sent or acknowledged for 2s") as caught:
+            await c.aproduce("stalled", 10, partition="spread")
+        assert caught.value.missing == list(range(10))
+        with pytest.raises(
+            ProduceError,
+            match=r"\(none acknowledged for 2s\); missing 5 record\(s\): 0-4 \(partition 0: 5\)$",
+        ) as caught:
+            await asyncio.to_thread(c.produce, "stalled", 5, partition=0)
+        assert caught.value.missing == list(range(5))

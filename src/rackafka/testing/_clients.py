@@ -89,10 +89,17 @@ class ProduceError(RuntimeError):
         self.missing: list[int] = sorted(missing)
 
 
+#: Without a ``timeout``, a produce call of the test clusters gives up when no record was
+#: sent or acknowledged for this many seconds: however many records it writes, and however
+#: slow the machine, it waits as long as it makes progress.
+STALL_SECONDS = 60.0
+
+
 def delivery_timeout(count: int, value_size: int = 100) -> float:
     """Seconds to wait for ``count`` records of ``value_size`` bytes to be acknowledged:
     a minute, plus 1 s per 10,000 records and per 10 MB (generous for a slow 2-core
-    machine, which writes well over 50,000 small records a second)."""
+    machine, which writes well over 50,000 small records a second). The default time limit
+    of each step of :meth:`~rackafka.testing.EmbeddedCluster.produce_transactional`."""
     return 60.0 + count / 10_000 + count * max(value_size, 0) / 10_000_000
 
 
@@ -114,7 +121,7 @@ def missing_message(
     topic: str,
     count: int,
     missing: Sequence[int],
-    timeout: float | None,
+    why: str,
     partition_of: Callable[[int], int | None],
     first_error: object | None = None,
 ) -> str:
@@ -128,9 +135,8 @@ def missing_message(
         for p, n in sorted(per_partition.items(), key=lambda x: x[0] or -1)
         if p is not None
     )
-    within = f" within {timeout:.1f}s" if timeout is not None else ""
     return (
-        f"{len(missing)} of {count} record(s) to {topic!r} not delivered{within}; missing "
+        f"{len(missing)} of {count} record(s) to {topic!r} not delivered{why}; missing "
         f"{summarize_indexes(missing)}"
         + (f" ({where})" if where else "")
         + (f"; first error: {first_error}" if first_error is not None else "")
@@ -364,16 +370,17 @@ class ClientPool:
     ) -> None:
         """Produce ``count`` records numbered from ``start_index``, flush, check deliveries.
 
-        ``timeout``: seconds to wait for the deliveries (None: :func:`delivery_timeout`).
+        ``timeout``: seconds to wait for the deliveries (None: as long as some record is
+        acknowledged every :data:`STALL_SECONDS`).
         """
         if count < 0:
             raise ValueError(f"count must be >= 0, got {count}")
-        if timeout is None:
-            timeout = delivery_timeout(count, value_size)
         errors: list[str] = []
         delivered = bytearray(count)
+        acknowledged = [0]
 
         def on_delivery(n: int, err: Any, msg: Any) -> None:
+            acknowledged[0] += 1
             if err is not None:
                 errors.append(str(err))
             else:
@@ -406,7 +413,17 @@ class ClientPool:
                     producer.poll(0.05)
             if n % 1000 == 999:
                 producer.poll(0)
-        remaining = producer.flush(timeout)
+        if timeout is not None:
+            remaining = producer.flush(timeout)
+            why = f" within {timeout:.1f}s"
+        else:
+            # Wait while deliveries progress: a slow machine is not a failure, a stall is.
+            last, since = -1, time.monotonic()
+            while (remaining := producer.flush(1.0)) and time.monotonic() - since < STALL_SECONDS:
+                if acknowledged[0] != last:
+                    last, since = acknowledged[0], time.monotonic()
+            why = f" (none acknowledged for {STALL_SECONDS:.0f}s)"
+        first_error = errors[0] if errors else None  # not the purge's own "purged" errors
         if remaining:
             producer.purge(in_queue=True, in_flight=True)
             producer.flush(1.0)
@@ -420,8 +437,8 @@ class ClientPool:
 
             raise ProduceError(
                 missing_message(
-                    topic, count, missing, timeout if remaining else None, partition_of,
-                    errors[0] if errors else None,
+                    topic, count, missing, why if remaining else "", partition_of,
+                    first_error if remaining else errors[0],
                 ),
                 missing,
             )  # fmt: skip

@@ -13,6 +13,7 @@ from typing import Any
 from rackafka.errors import KafkaError
 
 from ._clients import (
+    STALL_SECONDS,
     HeadersArg,
     KeyArg,
     PartitionArg,
@@ -21,7 +22,6 @@ from ._clients import (
     ValueArg,
     _check_compression,
     _check_partition_arg,
-    delivery_timeout,
     missing_message,
     record_at,
 )
@@ -55,12 +55,13 @@ async def produce_with_rackafka(
     """Produce ``count`` numbered records with :class:`rackafka.AIOKafkaProducer` and wait
     for every acknowledgement (``acks="all"``); see ``EmbeddedCluster.produce``.
 
-    ``timeout``: seconds for the whole call (default: :func:`delivery_timeout`, which grows
-    with the records and bytes).
+    ``timeout``: seconds for the whole call; by default there is no total limit and the call
+    gives up when no record was sent or acknowledged for :data:`STALL_SECONDS` (a slow
+    machine, or many records, is not a failure; a stall is).
 
     Raises:
-        ProduceError: some records were not delivered within ``timeout``; it says which
-            (record numbers, and how many per partition).
+        ProduceError: some records were not delivered; it says which (record numbers, and
+            how many per partition).
     """
     from rackafka.producer.producer import AIOKafkaProducer
 
@@ -70,8 +71,6 @@ async def produce_with_rackafka(
         raise ValueError(f"count must be >= 0, got {count}")
     if batch_size is not None and batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    if timeout is None:
-        timeout = delivery_timeout(count, value_size)
     batch = batch_size if batch_size is not None else _DEFAULT_BATCH_BYTES
     if linger_ms is None:
         linger_ms = 5 if batch_size is None else 50
@@ -84,13 +83,14 @@ async def produce_with_rackafka(
         max_batch_size=batch,
         max_request_size=max(1_048_576, batch + 65_536),
         linger_ms=int(linger_ms),
-        request_timeout_ms=max(1000, int(min(timeout, 120.0) * 1000)),
+        request_timeout_ms=max(1000, int(min(timeout or STALL_SECONDS, 120.0) * 1000)),
     )
     result = ProduceResult(topic)
     errors: list[BaseException] = []
     delivered = bytearray(count)
     partitions = 0
     pending: list[tuple[int, asyncio.Future[Any]]] = []
+    progress = [0, 0]  # records sent, acknowledgements collected
 
     async def run() -> None:
         nonlocal partitions
@@ -110,9 +110,12 @@ async def produce_with_rackafka(
                 headers=[(n, _as_bytes(hv)) for n, hv in h] if h is not None else None,
             )
             pending.append((i, future))
+            progress[0] = i + 1
             if len(pending) >= _GATHER_EVERY:
                 await _collect(pending, result, errors, delivered)
+                progress[1] = result.count + len(errors)
         await _collect(pending, result, errors, delivered)
+        progress[1] = result.count + len(errors)
 
     async def start_and_run() -> None:
         await producer.start()
@@ -123,7 +126,7 @@ async def produce_with_rackafka(
             return i % partitions if partitions else None
         return partition if isinstance(partition, int) else None
 
-    def failure(within: float | None) -> ProduceError:
+    def failure(why: str) -> ProduceError:
         # Acknowledgements that arrived but were not collected yet count as delivered.
         for i, future in pending:
             if future.done() and not future.cancelled() and future.exception() is None:
@@ -131,21 +134,52 @@ async def produce_with_rackafka(
         missing = [i for i in range(count) if not delivered[i]]
         first = errors[0] if errors else None
         return ProduceError(
-            missing_message(topic, count, missing, within, partition_of, first), missing
+            missing_message(topic, count, missing, why, partition_of, first), missing
         )
 
+    async def supervised() -> None:
+        """``start_and_run``, given up after ``timeout`` or when it stalls."""
+        task = asyncio.ensure_future(start_and_run())
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        last: tuple[int, int] = (-1, -1)
+        since = loop.time()
+        try:
+            while not task.done():
+                wait = 1.0 if deadline is None else max(0.0, min(1.0, deadline - loop.time()))
+                await asyncio.wait({task}, timeout=wait)
+                if task.done():
+                    break
+                now = loop.time()
+                if deadline is not None and now >= deadline:
+                    raise _GaveUp(f" within {timeout:.1f}s")
+                acks = progress[1] + sum(1 for _i, f in pending if f.done())
+                if (progress[0], acks) != last:
+                    last, since = (progress[0], acks), now
+                elif deadline is None and now - since >= STALL_SECONDS:
+                    raise _GaveUp(f" (none sent or acknowledged for {STALL_SECONDS:.0f}s)")
+        finally:
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        task.result()
+
     try:
-        await asyncio.wait_for(start_and_run(), timeout)
-    except asyncio.TimeoutError:
-        raise failure(timeout) from None
+        await supervised()
+    except _GaveUp as gave_up:
+        raise failure(str(gave_up)) from None
     except KafkaError as exc:
         errors.insert(0, exc)
-        raise failure(None) from exc
+        raise failure("") from exc
     finally:
         await producer.stop()
     if errors:
-        raise failure(None)
+        raise failure("")
     return result
+
+
+class _GaveUp(Exception):
+    """The produce call ran out of time or stalled (its message says which)."""
 
 
 async def _collect(

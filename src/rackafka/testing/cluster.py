@@ -340,8 +340,9 @@ class _ClientMixin:
             linger_ms: the producer's ``linger.ms``.
             timestamp_ms: CreateTime of every record (default: now).
             idempotent: use an idempotent producer (batches carry producer id/sequence).
-            timeout: seconds to wait for the deliveries (default: a minute plus 1 s per
-                10,000 records and per 10 MB, :func:`~rackafka.testing.delivery_timeout`).
+            timeout: seconds to wait for the deliveries (default: no total limit; the call
+                gives up when no record was acknowledged for a minute, so that many records
+                or a slow machine are not a failure, and a stall is).
 
         Returns:
             a :class:`ProduceResult` with the count and per-partition counts and offsets.
