@@ -359,10 +359,7 @@ def unsecured_oauth_token(principal: str = "client", lifetime_s: float = 3600.0)
         raw = json.dumps(data, separators=(",", ":")).encode()
         return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
-    # Whole seconds, rounded down: Kafka rounds "iat" to milliseconds and refuses a token
-    # issued after the moment it checks it (no clock skew allowed by default), which a
-    # fractional "iat" used within the millisecond it was made can be.
-    now = int(time.time())
+    now = time.time()
     claims = {"sub": principal, "iat": now, "exp": now + lifetime_s}
     return f"{b64({'alg': 'none'})}.{b64(claims)}."
 
