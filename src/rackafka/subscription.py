@@ -28,6 +28,10 @@ class PartitionState:
     fetch_position: int | None = None
     #: Leader epoch of the last record consumed (KIP-320), -1 when unknown.
     position_epoch: int = -1
+    #: Leader epoch of the last batch fetched, the one that ends at ``fetch_position``
+    #: (ahead of ``position_epoch`` while fetched data waits in the buffer): the
+    #: ``last_fetched_epoch`` of the next Fetch; -1 when unknown.
+    fetch_epoch: int = -1
     #: Pending reset: "earliest", "latest", or None.
     reset: str | None = None
     paused: bool = False
@@ -51,6 +55,7 @@ class PartitionState:
         self.position = offset
         self.fetch_position = offset
         self.position_epoch = epoch
+        self.fetch_epoch = epoch
         self.reset = None
         self.error = None
         self.error_sticky = False
@@ -63,6 +68,7 @@ class PartitionState:
         self.reset = strategy
         self.position = None
         self.fetch_position = None
+        self.fetch_epoch = -1
         self.position_known.clear()
 
     @property

@@ -35,3 +35,30 @@ def test_short_tail_with_tiny_length() -> None:
     import struct
 
     assert next_offset_after(struct.pack(">qi", 0, 1) + b"x") is None
+
+
+def _with_epoch(batch: bytes, epoch: int) -> bytes:
+    # partitionLeaderEpoch sits at bytes 12..16 of a v2 batch, outside the CRC'd part
+    return batch[:12] + epoch.to_bytes(4, "big", signed=True) + batch[16:]
+
+
+def test_last_batch_end_gives_the_last_complete_batch_and_its_epoch() -> None:
+    from rackafka.records.scan import last_batch_end
+
+    first = _with_epoch(encode_batch([(0, None, b"a"), (0, None, b"b")], base_offset=100), 0)
+    second = _with_epoch(encode_batch([(0, None, b"c")], base_offset=102), 1)
+    assert last_batch_end(first) == (102, 0)
+    assert last_batch_end(first + second) == (103, 1)
+    # a truncated last batch is ignored, with its epoch
+    assert last_batch_end(first + second[:20]) == (102, 0)
+    assert last_batch_end(b"") is None
+    assert last_batch_end(second[:30]) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=80))
+def test_last_batch_end_agrees_with_next_offset_after(data: bytes) -> None:
+    from rackafka.records.scan import last_batch_end
+
+    end = last_batch_end(data)
+    assert (end[0] if end is not None else None) == next_offset_after(data)

@@ -55,7 +55,7 @@ from rackafka.protocol.apis.list_offsets import LIST_OFFSETS
 from rackafka.protocol.apis.offset_for_leader_epoch import OFFSET_FOR_LEADER_EPOCH
 from rackafka.protocol.schema import UUID_ZERO
 from rackafka.records import CONTROL_ABORT, iter_batches
-from rackafka.records.scan import next_offset_after
+from rackafka.records.scan import last_batch_end
 from rackafka.structs import ConsumerRecord, TopicPartition
 from rackafka.subscription import (
     COMMITTED,
@@ -677,6 +677,7 @@ class Fetcher:
                 buf.failure = None
                 state.position = position
                 state.fetch_position = position
+                state.fetch_epoch = state.position_epoch
                 return taken
             if buf.batches is None:
                 break
@@ -1257,7 +1258,7 @@ class Fetcher:
             wanted[s.tp] = PartitionFetchState(
                 s.fetch_position,
                 info.leader_epoch if info is not None else -1,
-                s.position_epoch,
+                s.fetch_epoch,
                 self._partition_max_bytes,
             )
         session: FetchSession[TopicPartition]
@@ -1397,16 +1398,18 @@ class Fetcher:
                 records = p.records
                 if records:
                     counters.bytes += len(records)
-                    end = next_offset_after(records)
-                    if end is None:
+                    batch_end = last_batch_end(records)
+                    if batch_end is None:
                         # No complete batch: a batch cut by the response size limit is
                         # fetched again; one that never arrives whole is an error.
                         self._incomplete_batch(tp, state, node, sent_offset, records)
                         continue
                     self._incomplete.pop(tp, None)
                     self._tp_error_streak.pop(tp, None)
+                    end, end_epoch = batch_end
                     if end > sent_offset:
                         state.fetch_position = end
+                        state.fetch_epoch = end_epoch
                     aborted = None
                     if self._isolation == READ_COMMITTED:
                         aborted = [
@@ -1481,6 +1484,12 @@ class Fetcher:
             )
             self._drop_buffered(tp)
             state.set_position(end, epoch)
+        elif position is not None:
+            # The divergence is in fetched data not handed out yet: drop it and fetch
+            # again from the position.
+            self._drop_buffered(tp)
+            state.fetch_position = position
+            state.fetch_epoch = state.position_epoch
 
     def _partition_error(
         self, tp: TopicPartition, state: PartitionState, node: int, p: Any, now: float

@@ -77,6 +77,9 @@ logger.request.name = kafka.request.logger
 logger.request.level = WARN
 logger.kafka.name = org.apache.kafka
 logger.kafka.level = INFO
+# Why an authentication failed is only logged at DEBUG.
+logger.security.name = org.apache.kafka.common.security
+logger.security.level = DEBUG
 """
 
 
@@ -360,7 +363,9 @@ def unsecured_oauth_token(principal: str = "client", lifetime_s: float = 3600.0)
         return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
     now = time.time()
-    claims = {"sub": principal, "iat": now, "exp": now + lifetime_s}
+    # NumericDate in whole seconds; an "iat" in the future (even by a fraction of a second) is
+    # refused by the broker.
+    claims = {"sub": principal, "iat": int(now), "exp": int(now + lifetime_s)}
     return f"{b64({'alg': 'none'})}.{b64(claims)}."
 
 
@@ -495,12 +500,11 @@ class KafkaCluster(_ClientMixin):
         startup_timeout: seconds to wait for the cluster (and a restarted broker).
         stop_timeout: seconds a broker has to stop after SIGTERM before SIGKILL.
 
-    Raises (from :meth:`start`):
-        JavaNotFoundError: no Java 17+.
-        KafkaJarsError: the jars are not cached and cannot be downloaded.
-        KafkaPortInUseError: a port was taken by another process.
-        KafkaClusterError: a broker died or the cluster did not come up in time (the
-            message names the kept log directory and ends with the broker's last log lines).
+    :meth:`start` raises :class:`JavaNotFoundError` (no Java 17+), :class:`KafkaJarsError`
+    (the jars are not cached and cannot be downloaded), :class:`KafkaPortInUseError` (a port
+    was taken by another process) or :class:`KafkaClusterError` (a broker died or the
+    cluster did not come up in time; the message names the kept log directory and ends
+    with the broker's last log lines).
     """
 
     supports_fault_injection = False

@@ -289,7 +289,9 @@ def find_java(java: str | None = None) -> str:
             [exe, "-version"], capture_output=True, text=True, timeout=60, check=False
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise JavaNotFoundError(f"cannot run {exe} -version: {exc}") from exc
+        raise JavaNotFoundError(
+            f"cannot run {exe} ({exc.__class__.__name__}): real Kafka brokers need Java 17+"
+        ) from exc
     match = re.search(r'version "(\d+)(?:\.(\d+))?', proc.stderr + proc.stdout)
     if proc.returncode != 0 or not match:
         raise JavaNotFoundError(f"{exe} -version did not report a Java version")

@@ -14,7 +14,10 @@ Fixtures:
     ``embedded`` (default) gives a fresh embedded cluster per test; ``compose`` gives the
     project's ``docker-compose.yml`` cluster (:class:`~rackafka.testing.ComposeCluster`),
     started once per session with testcontainers, or skips the test when no Docker engine
-    answers. In compose mode, tests marked ``fault_injection`` are skipped.
+    answers; ``real`` gives real Apache Kafka brokers (:class:`~rackafka.testing.KafkaCluster`,
+    3 brokers in racks az-a/az-b/az-c), started once per session, or skips the test when
+    Java 17+ or the Kafka jars are missing. In compose and real modes, tests marked
+    ``fault_injection`` are skipped.
 """
 
 from __future__ import annotations
@@ -28,14 +31,15 @@ import pytest
 
 from .cluster import EmbeddedCluster
 from .compose import ComposeCluster, DockerUnavailableError, docker_engine_error
+from .kafka import KafkaCluster
 
 ENV_MODE = "RACKAFKA_TEST_KAFKA"
 ENV_COMPOSE_FILE = "RACKAFKA_COMPOSE_FILE"
-MODES = ("embedded", "compose")
+MODES = ("embedded", "compose", "real")
 
 _FAULT_SKIP_REASON = (
     "fault_injection test: needs the embedded cluster's fault injection, "
-    "not available against real Kafka (--kafka=compose)"
+    "not available against real Kafka (--kafka=compose or --kafka=real)"
 )
 
 
@@ -48,7 +52,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help=(
             "cluster behind the kafka_cluster fixture: 'embedded' (librdkafka mock brokers, "
-            f"default) or 'compose' (docker-compose.yml via testcontainers); env {ENV_MODE}"
+            "default), 'compose' (docker-compose.yml via testcontainers) or 'real' (Apache "
+            f"Kafka brokers as JVMs, rackafka.testing.KafkaCluster); env {ENV_MODE}"
         ),
     )
     group.addoption(
@@ -86,7 +91,7 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if kafka_mode(config) != "compose":
+    if kafka_mode(config) == "embedded":
         return
     skip = pytest.mark.skip(reason=_FAULT_SKIP_REASON)
     for item in items:
@@ -145,11 +150,28 @@ def _rackafka_compose_cluster(request: pytest.FixtureRequest) -> Iterator[Compos
         cluster.close()
 
 
+@pytest.fixture(scope="session")
+def _rackafka_real_cluster() -> Iterator[KafkaCluster]:
+    from .kafka_dist import JavaNotFoundError, KafkaJarsError, find_java, kafka_libs
+
+    try:
+        find_java()
+        kafka_libs()
+    except (JavaNotFoundError, KafkaJarsError) as exc:
+        pytest.skip(f"--kafka=real needs Java 17+ and Apache Kafka's jars: {exc}")
+    with KafkaCluster(brokers=3, racks=("az-a", "az-b", "az-c")) as cluster:
+        yield cluster
+
+
 @pytest.fixture
-def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[EmbeddedCluster | ComposeCluster]:
-    """The cluster chosen with ``--kafka``: embedded (per test) or compose (per session)."""
-    if kafka_mode(request.config) == "compose":
-        yield request.getfixturevalue("_rackafka_compose_cluster")
+def kafka_cluster(
+    request: pytest.FixtureRequest,
+) -> Iterator[EmbeddedCluster | ComposeCluster | KafkaCluster]:
+    """The cluster chosen with ``--kafka``: embedded (per test), compose or real (per
+    session)."""
+    mode = kafka_mode(request.config)
+    if mode in ("compose", "real"):
+        yield request.getfixturevalue(f"_rackafka_{mode}_cluster")
         return
     with EmbeddedCluster(brokers=3, racks=("az-a", "az-b", "az-c")) as cluster:
         yield cluster

@@ -1,0 +1,101 @@
+"""A broker really stopped and restarted under a reading consumer (exactly once, no reset).
+
+The consumer sits in rack az-c and reads from broker 3 there (Kafka's selector names it).
+Broker 3's JVM is then stopped: the controller moves its leaderships, the consumer must go
+back to the leaders and lose nothing; when broker 3 is back in the in-sync replicas, the
+leaders name it again and the consumer returns to its own rack.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from rackafka import AIOKafkaConsumer, TopicPartition
+from rackafka.testing import KafkaCluster, default_value
+
+PARTITIONS = 3
+ROUND = 300  # records per production round
+VALUE_SIZE = 100
+
+
+def seq(value: bytes) -> int:
+    return int(value.split(b"|", 1)[0])
+
+
+async def drain(
+    consumer: AIOKafkaConsumer, seen: dict[tuple[int, int], int], until: int, timeout: float = 120
+) -> int:
+    """Read until ``until`` distinct records were seen; returns the deliveries."""
+    deliveries = 0
+    deadline = time.monotonic() + timeout
+    while len(seen) < until and time.monotonic() < deadline:
+        batch = await consumer.getmany(timeout_ms=500)
+        for tp, records in batch.items():
+            for r in records:
+                deliveries += 1
+                assert (tp.partition, r.offset) not in seen, f"duplicate {tp} @{r.offset}"
+                seen[(tp.partition, r.offset)] = seq(r.value)
+                assert r.value == default_value(seq(r.value), VALUE_SIZE)
+    assert len(seen) == until, f"read {len(seen)} of {until} records"
+    return deliveries
+
+
+async def test_follower_in_own_rack_stopped_and_restarted_mid_read(
+    all_brokers_up: KafkaCluster,
+) -> None:
+    kafka = all_brokers_up
+    topic = f"restart-{uuid.uuid4().hex[:8]}"
+    kafka.create_topic(topic, PARTITIONS, 3)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=kafka.bootstrap_servers,
+        client_rack="az-c",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        metadata_max_age_ms=2000,
+        request_timeout_ms=15000,
+    )
+    await consumer.start()
+    seen: dict[tuple[int, int], int] = {}
+    try:
+        consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
+
+        async def produce_round(n: int) -> None:
+            await kafka.aproduce(
+                topic,
+                ROUND,
+                value=lambda i: default_value(n * ROUND + i, VALUE_SIZE),
+                partition="spread",
+            )
+
+        await produce_round(0)
+        await drain(consumer, seen, ROUND)
+        before = consumer.fetch_stats()
+        assert before.cross_rack_bytes == 0, before.to_dict()
+
+        kafka.broker_down(3)
+        assert all(p.leader != 3 for p in kafka.partitions(topic))
+        await produce_round(1)
+        await drain(consumer, seen, 2 * ROUND)
+        during = consumer.fetch_stats()
+        assert during.cross_rack_bytes > 0, "with az-c down the data must come from elsewhere"
+
+        kafka.broker_up(3)
+        assert [p.leader for p in kafka.partitions(topic)] == [1, 2, 3]
+        await produce_round(2)
+        await drain(consumer, seen, 3 * ROUND)
+        # back in its own rack: the newest round is read from broker 3 again
+        crossed = consumer.fetch_stats().cross_rack_bytes
+        await produce_round(3)
+        await drain(consumer, seen, 4 * ROUND)
+        after = consumer.fetch_stats()
+        assert after.cross_rack_bytes == crossed, after.to_dict()
+        for p in range(PARTITIONS):
+            assert after.partitions[TopicPartition(topic, p)].read_from == 3
+    finally:
+        await consumer.stop()
+    # exactly once, nothing skipped, no offset reset: offsets 0..N-1 of each partition
+    assert sorted(seen.values()) == list(range(4 * ROUND))
+    for p in range(PARTITIONS):
+        offsets = sorted(o for (q, o) in seen if q == p)
+        assert offsets == list(range(len(offsets)))
