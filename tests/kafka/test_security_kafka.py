@@ -226,11 +226,14 @@ async def test_reauthentication_in_a_group_across_session_lifetimes(
     commits = 0
     try:
         # Warm up: the group is formed and every connection is open.
+        deadline = time.monotonic() + 120
         while not consumer.assignment():
+            assert time.monotonic() < deadline, "the group did not form"
             await consumer.getmany(timeout_ms=200)
         await producer.send_and_wait(topic, b"warm-up", partition=0)
         warm_until = time.monotonic() + 5
         while b"warm-up" not in got or time.monotonic() < warm_until:
+            assert time.monotonic() < deadline, "the first record did not arrive"
             for records in (await consumer.getmany(timeout_ms=200)).values():
                 got.extend(r.value for r in records)
             await producer.send_and_wait(topic, b"warm-%d" % len(sent), partition=len(sent) % 3)
