@@ -82,9 +82,9 @@ async def test_idempotent_producer_through_a_leader_crash(all_brokers_up: KafkaC
     the crash caused really happened."""
     kafka = all_brokers_up
     topic = unique("idem-crash")
-    kafka.create_topic(topic, PARTITIONS, 3, config={"min.insync.replicas": 2})
+    layout = kafka.create_topic(topic, PARTITIONS, 3, config={"min.insync.replicas": 2})
     per_partition = 1500
-    victim = kafka.partition_info(topic, 0).leader
+    victim = layout[0].leader
 
     async def crash_and_restart() -> None:
         await asyncio.to_thread(kafka.broker_down, victim, kill=True)

@@ -124,7 +124,13 @@ def _port_free(port: int) -> bool:
 
 
 def _cluster_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        # Not one that starts with "-" (1 in 64): the storage tool would take it for an
+        # option ("argument --cluster-id/-t: expected one argument"). Kafka's own random
+        # ids avoid it the same way.
+        if not cid.startswith("-"):
+            return cid
 
 
 _SCRAM_UNSAFE = re.compile(r'[,\[\]="\s]')
