@@ -124,13 +124,12 @@ def _port_free(port: int) -> bool:
 
 
 def _cluster_id() -> str:
+    """A random cluster id: 16 bytes, URL-safe base64 as Kafka writes them, never starting
+    with ``-`` (the storage tool would read it as an option, so Kafka avoids those too)."""
     while True:
-        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        # Not one that starts with "-" (1 in 64): the storage tool would take it for an
-        # option ("argument --cluster-id/-t: expected one argument"). Kafka's own random
-        # ids avoid it the same way.
-        if not cid.startswith("-"):
-            return cid
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 _SCRAM_UNSAFE = re.compile(r'[,\[\]="\s]')
@@ -1193,20 +1192,24 @@ class KafkaCluster(_ClientMixin):
         return probe_api_versions(broker.host, broker.port)
 
     # -- brokers ---------------------------------------------------------------------------
-    def broker_down(self, broker_id: int, *, kill: bool = False, timeout: float = 60.0) -> None:
+    def broker_down(
+        self, broker_id: int, *, kill: bool = False, timeout: float | None = None
+    ) -> None:
         """Stop a broker's JVM and wait until the cluster has moved on without it.
 
         With SIGTERM (default) the broker shuts down in a controlled way: the controller moves
         the leadership of its partitions to other in-sync replicas first. With ``kill=True``
         it is SIGKILLed (a crash); the controller fences it after ``broker.session.timeout.ms``.
         Returns once the broker is out of the cluster's metadata and leads no partition of
-        the topics made with :meth:`create_topic`.
+        the topics made with :meth:`create_topic` (``timeout``: at most that many seconds,
+        default ``startup_timeout``).
         """
         with self._lock:
             nd = self._node(broker_id)
             self._clients()
             if broker_id in self._down:
                 return
+            timeout = self._startup_timeout if timeout is None else timeout
             self._procs.stop(nd, self._stop_timeout, kill=kill)
             self._down.add(broker_id)
             deadline = time.monotonic() + timeout
