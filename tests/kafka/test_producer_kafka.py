@@ -82,9 +82,9 @@ async def test_idempotent_producer_through_a_leader_crash(all_brokers_up: KafkaC
     the crash caused really happened."""
     kafka = all_brokers_up
     topic = unique("idem-crash")
-    kafka.create_topic(topic, PARTITIONS, 3, config={"min.insync.replicas": 2})
+    layout = kafka.create_topic(topic, PARTITIONS, 3, config={"min.insync.replicas": 2})
     per_partition = 1500
-    victim = kafka.partition_info(topic, 0).leader
+    victim = layout[0].leader
 
     async def crash_and_restart() -> None:
         await asyncio.to_thread(kafka.broker_down, victim, kill=True)
@@ -131,13 +131,15 @@ async def test_idempotent_producer_through_cut_connections(kafka: KafkaCluster) 
 
     async def cut_connections() -> None:
         nonlocal cuts
-        # Abort every socket of the producer a few times, right after requests left.
-        for _ in range(5):
+        # Abort the producer's sockets that have requests in flight, a few times.
+        for _ in range(200):
             for conn in list(producer._client._conns.values()):
                 if conn.connected and conn.in_flight:
                     conn._writer.transport.abort()
                     cuts += 1
-            await asyncio.sleep(0.15)
+            if cuts >= 5:
+                return
+            await asyncio.sleep(0.03 if cuts == 0 else 0.2)
 
     await producer.start()
     try:

@@ -30,6 +30,8 @@ from .conftest import SESSION_LIFETIME_MS, USERS, check_prerequisites
 
 MECHANISMS = ["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN", "OAUTHBEARER"]
 SECRETS = list(USERS.values())
+#: Every OAUTHBEARER token handed out in this module: secrets as well.
+TOKENS: list[str] = []
 
 
 class UnsecuredTokens(AbstractTokenProvider):
@@ -42,6 +44,7 @@ class UnsecuredTokens(AbstractTokenProvider):
     async def token(self) -> str:
         token = unsecured_oauth_token("client", lifetime_s=3600)
         self.issued.append(token)
+        TOKENS.append(token)
         return token
 
 
@@ -55,7 +58,7 @@ def options(kafka: KafkaCluster, mechanism: str, user: str = "alice") -> dict[st
 
 
 def check_no_secret(text: str, extra: tuple[str, ...] = ()) -> None:
-    for secret in (*SECRETS, *extra):
+    for secret in (*SECRETS, *TOKENS, *extra):
         assert secret not in text, (
             f"a secret leaked: {text[max(0, text.find(secret) - 200) :][:400]}"
         )
@@ -66,7 +69,10 @@ def debug_logs(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFi
     """Every rackafka log record at DEBUG, checked for secrets after the test."""
     caplog.set_level(logging.DEBUG, logger="rackafka")
     yield caplog
-    check_no_secret(caplog.text)  # messages with their arguments, and tracebacks
+    # In teardown, caplog.records/.text hold the teardown's records only: check the test's.
+    records = caplog.get_records("setup") + caplog.get_records("call")
+    assert records, "no DEBUG log records were captured"
+    check_no_secret("\n".join(caplog.handler.format(r) for r in records))
 
 
 async def produce_and_read(opts: dict[str, Any], topic: str, count: int) -> None:
@@ -203,9 +209,9 @@ async def test_reauthentication_in_a_group_across_session_lifetimes(
     lifetime = SESSION_LIFETIME_MS / 1000
     run_for = 3 * lifetime + 4  # more than three sessions of every connection
 
-    producer: AIOKafkaProducer[Any, Any] = AIOKafkaProducer(
-        acks="all", **options(kafka, "OAUTHBEARER")
-    )
+    producer_options = options(kafka, "OAUTHBEARER")
+    tokens: UnsecuredTokens = producer_options["sasl_oauth_token_provider"]
+    producer: AIOKafkaProducer[Any, Any] = AIOKafkaProducer(acks="all", **producer_options)
     consumer: AIOKafkaConsumer[Any, Any] = AIOKafkaConsumer(
         topic,
         group_id=unique("reauth-group"),
@@ -220,11 +226,14 @@ async def test_reauthentication_in_a_group_across_session_lifetimes(
     commits = 0
     try:
         # Warm up: the group is formed and every connection is open.
+        deadline = time.monotonic() + 120
         while not consumer.assignment():
+            assert time.monotonic() < deadline, "the group did not form"
             await consumer.getmany(timeout_ms=200)
         await producer.send_and_wait(topic, b"warm-up", partition=0)
         warm_until = time.monotonic() + 5
         while b"warm-up" not in got or time.monotonic() < warm_until:
+            assert time.monotonic() < deadline, "the first record did not arrive"
             for records in (await consumer.getmany(timeout_ms=200)).values():
                 got.extend(r.value for r in records)
             await producer.send_and_wait(topic, b"warm-%d" % len(sent), partition=len(sent) % 3)
@@ -260,6 +269,7 @@ async def test_reauthentication_in_a_group_across_session_lifetimes(
             # A connection alive the whole run renewed its session at least 3 times.
             assert conn.authentications >= 4, (str(conn), conn.authentications)
     assert any(c.authentications >= 4 for c in lasting)
+    assert len(tokens.issued) >= 4  # a token at each (re-)authentication
     assert not [
         r
         for r in debug_logs.records

@@ -203,6 +203,18 @@ async def committed_soon(
         await asyncio.sleep(0.1)
 
 
+async def caught_up(consumer: AIOKafkaConsumer[Any, Any]) -> bool:
+    """Whether the consumer has read every assigned partition to its high watermark."""
+    assigned = consumer.assignment()
+    if not assigned:
+        return False
+    for tp in assigned:
+        highwater = consumer.highwater(tp)
+        if highwater is None or await consumer.position(tp) < highwater:
+            return False
+    return True
+
+
 async def transform_worker(
     kafka: KafkaCluster,
     source: str,
@@ -231,13 +243,14 @@ async def transform_worker(
     processed = 0
     transactions = 0
     try:
-        idle_until = time.monotonic() + 15
         deadline = time.monotonic() + WAIT
-        while time.monotonic() < min(idle_until, deadline):
+        while True:
+            assert time.monotonic() < deadline, f"the worker did not finish in {WAIT} s"
             batch = await consumer.getmany(timeout_ms=500)
             if not batch:
+                if await caught_up(consumer):
+                    return processed
                 continue
-            idle_until = time.monotonic() + 5
             await producer.begin_transaction()
             for tp, records in batch.items():
                 for r in records:
@@ -250,7 +263,6 @@ async def transform_worker(
             await producer.commit_transaction()
             transactions += 1
             processed += sum(len(rs) for rs in batch.values())
-        return processed
     finally:
         # After a crash too: stop() ends no transaction (the successor's InitProducerId
         # aborts it) and the consumer commits nothing (no auto-commit).
