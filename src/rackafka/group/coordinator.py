@@ -271,6 +271,12 @@ class GroupCoordinator:
         """True from :meth:`unsubscribe` until the group's partitions are revoked."""
         return self._pending_leave is not None
 
+    def raise_if_fenced(self) -> None:
+        """Raise :class:`~rackafka.errors.FencedInstanceIdError` if another consumer with
+        this ``group_instance_id`` took this member's place."""
+        if self._fenced is not None:
+            raise self._fenced
+
     def polled(self) -> None:
         """The application polled (``max_poll_interval_ms`` is counted from here)."""
         self._last_poll = time.monotonic()
@@ -278,8 +284,7 @@ class GroupCoordinator:
             # Left the group on max_poll_interval_ms: join again now.
             self._poll_timed_out = False
             self._wakeup.set()
-        if self._fenced is not None:
-            raise self._fenced
+        self.raise_if_fenced()
         if self._fatal is not None:
             error, self._fatal = self._fatal, None
             raise error
@@ -897,8 +902,7 @@ class GroupCoordinator:
             CommitFailedError: the generation is gone (a rebalance happened);
                 the partitions may belong to another member now.
         """
-        if self._fenced is not None:
-            raise self._fenced
+        self.raise_if_fenced()
         deadline = time.monotonic() + 30
         while True:
             try:
