@@ -6,7 +6,9 @@
   leave, the group rebalances, commits are seen by a new member, exactly once throughout;
 * static membership (KIP-345): a static member restarting within its session gets its
   partitions back without a rebalance of the others; a second member with the same
-  ``group_instance_id`` fences the first, which gets ``FencedInstanceIdError``.
+  ``group_instance_id`` fences the first, which gets ``FencedInstanceIdError``;
+* static membership with KIP-848: the place waits for a member that left with epoch -2,
+  and a second live member with the same id is refused (``UnreleasedInstanceIdError``).
 """
 
 from __future__ import annotations
@@ -18,10 +20,24 @@ from typing import Any
 import pytest
 
 from rackafka import AIOKafkaConsumer, TopicPartition
-from rackafka.errors import FencedInstanceIdError
+from rackafka.abc import ConsumerRebalanceListener
+from rackafka.errors import FencedInstanceIdError, UnreleasedInstanceIdError
 from rackafka.testing import KafkaCluster
 
 from ._flow import PATIENCE, Reader, Writer, assert_exactly_once, unique, wait_for
+
+
+class Moves(ConsumerRebalanceListener):
+    """Records every rebalance callback: ``(kind, partitions)``."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, set[TopicPartition]]] = []
+
+    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        self.calls.append(("revoked", set(revoked)))
+
+    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        self.calls.append(("assigned", set(assigned)))
 
 
 def member(kafka: KafkaCluster, group: str, **kw: Any) -> AIOKafkaConsumer:
@@ -248,5 +264,62 @@ async def test_static_member_restarts_without_rebalance_and_is_fenced(
         assert b._coordinator.rebalances == rebalances
     finally:
         for m in (a, b, a2, a3):
+            if m is not None:
+                await m.stop()
+
+
+async def test_kip848_static_member_restarts_and_a_duplicate_is_refused(
+    kafka: KafkaCluster,
+) -> None:
+    """Static membership with the KIP-848 protocol: a static member leaves with epoch -2,
+    its place (and partitions) wait for it, and it comes back to them without the other
+    member's assignment moving. A second live member with the same instance id is not
+    let in (UNRELEASED_INSTANCE_ID): here the newcomer fails, the running one keeps going."""
+    partitions = 4
+    topic = unique("static848")
+    group = unique("g-static848")
+    kafka.create_topic(topic, partitions, 3)
+    instance_a = f"a-{uuid.uuid4().hex[:6]}"
+
+    def static(instance: str) -> AIOKafkaConsumer:
+        return member(kafka, group, group_protocol="consumer", group_instance_id=instance)
+
+    a = static(instance_a)
+    b = static(f"b-{uuid.uuid4().hex[:6]}")
+    b_moves = Moves()
+    a2 = dup = None
+    try:
+        a.subscribe([topic])
+        b.subscribe([topic], listener=b_moves)
+        await asyncio.gather(a.start(), b.start())
+        await wait_for(split_among([a, b], partitions, 2), "a and b to own 2 partitions each")
+        before_a, before_b = owned(a, b)
+        settled = len(b_moves.calls)
+
+        await a.stop()  # leaves with epoch -2: the place is kept
+        a2 = static(instance_a)
+        a2.subscribe([topic])
+        await a2.start()
+        await wait_for(lambda: owned(a2)[0] == before_a, "a's partitions back to a")
+        assert owned(b)[0] == before_b
+        # nothing of b's moved meanwhile: nothing revoked, nothing added
+        assert all(kind == "assigned" and not tps for kind, tps in b_moves.calls[settled:])
+
+        dup = static(instance_a)
+        dup.subscribe([topic])
+
+        async def refused() -> None:
+            assert dup is not None
+            await dup.start()  # (raises here, or from the first poll)
+            while True:
+                await dup.getmany(timeout_ms=200)
+
+        with pytest.raises(UnreleasedInstanceIdError):
+            await asyncio.wait_for(refused(), PATIENCE)
+        assert owned(a2)[0] == before_a and owned(b)[0] == before_b
+        assert all(kind == "assigned" and not tps for kind, tps in b_moves.calls[settled:])
+        assert await a2.getmany(timeout_ms=100) is not None  # a2 still a working member
+    finally:
+        for m in (a, b, a2, dup):
             if m is not None:
                 await m.stop()
