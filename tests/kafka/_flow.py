@@ -8,6 +8,7 @@ shared), nothing sleeps a fixed time to let something happen.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -169,16 +170,31 @@ class Reader:
         """Wait until ``count`` distinct records were read (or the reader died)."""
 
         def ready() -> bool:
-            return len(self.seen) >= count or (self._task is not None and self._task.done())
+            return len(self.seen) >= count or self.done
 
         what = f"{self.name} to read {count} records (has {len(self.seen)})"
         await wait_for(ready, what, timeout)
         self.check()
 
+    @property
+    def done(self) -> bool:
+        """Whether the reading task ended (stopped, or died: :meth:`check` raises why)."""
+        return self._task is not None and self._task.done()
+
     async def stop(self) -> None:
+        """Stop reading after the current poll; raises what the reading task died of."""
         self._stop.set()
         if self._task is not None:
             await asyncio.wait_for(self._task, PATIENCE)
+
+    async def close(self) -> None:
+        """:meth:`stop` for clean-up code: a failure was reported already, or will be."""
+        self._stop.set()
+        if self._task is not None and not self._task.done():
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(self._task, 10)
+        if self._task is not None and self._task.done() and not self._task.cancelled():
+            self._task.exception()  # (retrieved: no "never retrieved" warning)
 
 
 def assert_exactly_once(readers: Iterable[Reader], written: int, partitions: int) -> None:

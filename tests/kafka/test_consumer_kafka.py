@@ -82,7 +82,7 @@ async def test_follower_in_own_rack_stopped_and_restarted_mid_read(
         assert_exactly_once([reader], written, PARTITIONS)
     finally:
         if reader is not None:
-            reader._stop.set()
+            await reader.close()
         await consumer.stop()
         await writer.stop()
 
@@ -133,6 +133,6 @@ async def test_leader_stopped_and_preferred_leader_elected_mid_read(
             )
     finally:
         if reader is not None:
-            reader._stop.set()
+            await reader.close()
         await consumer.stop()
         await writer.stop()

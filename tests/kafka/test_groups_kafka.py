@@ -106,10 +106,7 @@ async def test_three_rack_group_reads_nothing_across_racks(kafka: KafkaCluster) 
         result = await kafka.aproduce(topic, written, partition="spread")
         assert result.count == written
         await wait_for(
-            lambda: (
-                sum(len(r.seen) for r in readers) >= written
-                or any(r._task is not None and r._task.done() for r in readers)
-            ),
+            lambda: sum(len(r.seen) for r in readers) >= written or any(r.done for r in readers),
             "the group to read every record",
         )
         for r in readers:
@@ -120,9 +117,11 @@ async def test_three_rack_group_reads_nothing_across_racks(kafka: KafkaCluster) 
             assert stats.cross_rack_bytes == 0, stats.to_dict()
             for tp in m.assignment():
                 assert stats.partitions[tp].read_from in kafka.brokers_in_rack(m.client_rack)
-    finally:
         for r in readers:
             await r.stop()
+    finally:
+        for r in readers:
+            await r.close()
         await asyncio.gather(*(m.stop() for m in members))
     assert_exactly_once(readers, written, partitions)
 
@@ -167,7 +166,7 @@ async def test_kip848_group_join_leave_rebalance_commit(kafka: KafkaCluster) -> 
 
         written = await writer.pause()
         await wait_for(
-            lambda: sum(len(r.seen) for r in readers) >= written or (ra.check() or False),
+            lambda: sum(len(r.seen) for r in readers) >= written or ra.done,
             "the group to read every record",
         )
         await ra.stop()
@@ -195,7 +194,7 @@ async def test_kip848_group_join_leave_rebalance_commit(kafka: KafkaCluster) -> 
             await c.stop()
     finally:
         for r in readers:
-            r._stop.set()
+            await r.close()
         for m in (a, b):
             await m.stop()
         await writer.stop()
