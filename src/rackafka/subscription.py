@@ -35,6 +35,9 @@ class PartitionState:
     #: Pending reset: "earliest", "latest", or None.
     reset: str | None = None
     paused: bool = False
+    #: Being revoked by the group (its position is being committed, the listener told):
+    #: no record of it is handed out or fetched any more.
+    pending_revocation: bool = False
     highwater: int | None = None
     last_stable_offset: int | None = None
     log_start_offset: int | None = None
@@ -80,6 +83,7 @@ class PartitionState:
         return (
             self.has_valid_position
             and not self.paused
+            and not self.pending_revocation
             and self.error is None
             and not self.awaiting_validation
         )

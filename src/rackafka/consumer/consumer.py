@@ -838,9 +838,12 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
             IllegalOperation: the consumer has no ``group_id``.
             CommitFailedError: the group rebalanced; the partitions may belong
                 to another member now.
+            FencedInstanceIdError: another consumer with this ``group_instance_id``
+                took this static member's place (the consumer must be closed).
             ValueError: ``offsets`` is malformed.
         """
         group = self._group("commit()")
+        group.raise_if_fenced()
         if group.in_listener():
             # Inside on_partitions_revoked (also after unsubscribe()): the partitions
             # being given back are still this member's, as in Java.

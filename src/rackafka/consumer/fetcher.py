@@ -527,7 +527,12 @@ class Fetcher:
             pos = buf.pending_pos
             if pos < len(buf.pending) - 1 and (partitions is None or buf.tp in partitions):
                 state = self._subs.state(buf.tp)
-                if state is not None and not state.paused and state.position is not None:
+                if (
+                    state is not None
+                    and not state.paused
+                    and not state.pending_revocation
+                    and state.position is not None
+                ):
                     record = buf.pending[pos]
                     buf.pending_pos = pos + 1
                     state.position = self._offset_of(record) + 1
@@ -597,8 +602,8 @@ class Fetcher:
                 skipped.append(self._buffered.popleft())
                 continue
             state = self._subs.state(tp)
-            if state is None or state.paused or state.position is None:
-                if state is not None and state.paused:
+            if state is None or state.paused or state.pending_revocation or state.position is None:
+                if state is not None and (state.paused or state.pending_revocation):
                     skipped.append(self._buffered.popleft())
                 else:
                     self._pop_buffer()

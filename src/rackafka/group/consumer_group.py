@@ -379,14 +379,3 @@ class ConsumerGroupMember(GroupCoordinator):
             self._ack = self._owned_by_id()
             self._next_heartbeat = 0.0  # acknowledge now: others may wait for these
             self._wakeup.set()
-
-    async def _lose(self, lost: set[TopicPartition]) -> None:
-        """The partitions are no longer ours (fenced): nothing is committed."""
-        listener = self._listener()
-        if listener is not None:
-            fn = getattr(listener, "on_partitions_lost", None)
-            if fn is None:
-                fn = listener.on_partitions_revoked
-            await self._call_listener(fn, set(lost))
-        self._assign(set(self._group_owned) - lost, set())
-        self._assigned_event.clear()

@@ -8,8 +8,13 @@ subscription's topics change, or when the coordinator moves.  Errors are
 handled as the Java client handles them:
 
 * ``REBALANCE_IN_PROGRESS``: rejoin, keeping the member id;
-* ``UNKNOWN_MEMBER_ID``, ``ILLEGAL_GENERATION``, ``FENCED_INSTANCE_ID``:
-  forget the member id/generation, rejoin;
+* ``UNKNOWN_MEMBER_ID``, ``ILLEGAL_GENERATION``: forget the member id/generation,
+  rejoin;
+* ``FENCED_INSTANCE_ID``: another consumer with the same ``group_instance_id`` took this
+  static member's place (KIP-345).  Fatal, as in the Java client: the partitions are lost
+  (nothing committed), the member sends nothing more to the group (rejoining would fence
+  the other one in turn), and every later poll and commit raises
+  :class:`~rackafka.errors.FencedInstanceIdError`;
 * ``NOT_COORDINATOR``, ``COORDINATOR_NOT_AVAILABLE``, a connection failure:
   find the coordinator again;
 * ``COORDINATOR_LOAD_IN_PROGRESS``: retry after ``retry_backoff_ms``.
@@ -44,6 +49,7 @@ from rackafka.cluster import ClusterMetadata
 from rackafka.errors import (
     BrokerResponseError,
     CommitFailedError,
+    FencedInstanceIdError,
     IllegalStateError,
     KafkaConnectionError,
     KafkaError,
@@ -81,7 +87,7 @@ UNSTABLE_OFFSET_COMMIT = 88
 STALE_MEMBER_EPOCH = 113
 
 _COORDINATOR_GONE = (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, REQUEST_TIMED_OUT)
-_MEMBER_GONE = (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID)
+_MEMBER_GONE = (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION)
 
 SUBSCRIPTION_VERSION = 3
 ASSIGNMENT_VERSION = 3
@@ -190,6 +196,9 @@ class GroupCoordinator:
         self._task: asyncio.Task[None] | None = None
         self._closing = False
         self._fatal: BaseException | None = None
+        #: Set when another consumer with our group_instance_id took our place: raised
+        #: by every later poll and commit, the membership stops for good.
+        self._fenced: FencedInstanceIdError | None = None
         self.rebalances = 0
         client.cluster.add_listener(self._on_metadata)
 
@@ -262,6 +271,12 @@ class GroupCoordinator:
         """True from :meth:`unsubscribe` until the group's partitions are revoked."""
         return self._pending_leave is not None
 
+    def raise_if_fenced(self) -> None:
+        """Raise :class:`~rackafka.errors.FencedInstanceIdError` if another consumer with
+        this ``group_instance_id`` took this member's place."""
+        if self._fenced is not None:
+            raise self._fenced
+
     def polled(self) -> None:
         """The application polled (``max_poll_interval_ms`` is counted from here)."""
         self._last_poll = time.monotonic()
@@ -269,6 +284,7 @@ class GroupCoordinator:
             # Left the group on max_poll_interval_ms: join again now.
             self._poll_timed_out = False
             self._wakeup.set()
+        self.raise_if_fenced()
         if self._fatal is not None:
             error, self._fatal = self._fatal, None
             raise error
@@ -322,6 +338,11 @@ class GroupCoordinator:
         next_commit = time.monotonic() + self._auto_commit_interval
         while not self._closing:
             try:
+                if self._fenced is not None:
+                    # Fenced: nothing more is sent to the group (see _fenced_out).
+                    self._wakeup.clear()
+                    await self._wakeup.wait()
+                    continue
                 if self._pending_leave is not None:
                     await self._leave_on_unsubscribe()
                     continue
@@ -385,6 +406,8 @@ class GroupCoordinator:
                 log.debug("group %s: coordinator connection failed: %s", self.group_id, exc)
                 self._coordinator_dead()
                 await asyncio.sleep(self._backoff)
+            except FencedInstanceIdError as exc:
+                await self._fenced_out(exc)
             except KafkaError as exc:
                 if is_retriable(exc):
                     log.debug("group %s: retriable error: %s", self.group_id, exc)
@@ -394,6 +417,29 @@ class GroupCoordinator:
                     self._fatal = exc
                     self._assigned_event.set()
                     await asyncio.sleep(max(self._backoff, 1.0))
+
+    async def _fenced_out(self, exc: FencedInstanceIdError) -> None:
+        """Another member with this ``group_instance_id`` took the place: lose the
+        partitions (nothing committed: they are someone else's) and stop for good."""
+        log.error("group %s: %s; this consumer is fenced and must be closed", self.group_id, exc)
+        self._fenced = exc
+        self.state = GroupState()
+        self._need_rejoin = False
+        owned = set(self._group_owned)
+        if owned:
+            await self._lose(owned)
+        self._assigned_event.set()  # (waiters for an assignment get the error)
+
+    async def _lose(self, lost: set[TopicPartition]) -> None:
+        """The partitions are no longer ours (fenced): nothing is committed."""
+        listener = self._listener()
+        if listener is not None:
+            fn = getattr(listener, "on_partitions_lost", None)
+            if fn is None:
+                fn = listener.on_partitions_revoked
+            await self._call_listener(fn, set(lost))
+        self._assign(set(self._group_owned) - lost, set())
+        self._assigned_event.clear()
 
     async def _leave_on_poll_timeout(self) -> None:
         """``max_poll_interval_ms`` passed without a poll: give the partitions up, leave."""
@@ -460,6 +506,11 @@ class GroupCoordinator:
             raise _CoordinatorGone()
         if code == REBALANCE_IN_PROGRESS:
             raise _Rejoin()
+        if code == FENCED_INSTANCE_ID:
+            raise FencedInstanceIdError(
+                f"{what} for group {self.group_id}: another consumer with "
+                f"group_instance_id {self.group_instance_id!r} took this member's place"
+            )
         if code in _MEMBER_GONE:
             log.info(
                 "group %s: %s: member %s is gone (error %d), rejoining",
@@ -789,6 +840,13 @@ class GroupCoordinator:
         self._on_assignment(assigned, added)
 
     async def _revoke(self, revoked: set[TopicPartition]) -> None:
+        # From here on no record of these partitions reaches the application (as the
+        # Java consumer's pending revocation): the position committed below is the last
+        # one handed out, and the next owner starts right after it.
+        for tp in revoked:
+            state = self._subs.state(tp)
+            if state is not None:
+                state.pending_revocation = True
         if self._auto_commit and self.state.generation_id >= 0:
             try:
                 await self.commit_positions(revoked)
@@ -844,6 +902,7 @@ class GroupCoordinator:
             CommitFailedError: the generation is gone (a rebalance happened);
                 the partitions may belong to another member now.
         """
+        self.raise_if_fenced()
         deadline = time.monotonic() + 30
         while True:
             try:

@@ -870,7 +870,14 @@ class KafkaCluster(_ClientMixin):
 
     def _live_nodes(self) -> set[int]:
         assert self._pool is not None
-        result = self._pool.describe_cluster(timeout=5.0)
+        try:
+            result = self._pool.describe_cluster(timeout=5.0)
+        except Exception as exc:
+            # librdkafka sends DescribeCluster to the broker that Metadata last named as
+            # controller (with KRaft, any live broker) and keeps waiting for that one when
+            # it is the broker just stopped: ask Metadata instead, which any broker answers.
+            log.debug("DescribeCluster failed (%s): live brokers from Metadata", exc)
+            return {int(b) for b in self._pool.metadata(timeout=5.0).brokers}
         return {n.id for n in result.nodes}
 
     def _wait_brokers(self, wanted: set[int], timeout: float) -> None:

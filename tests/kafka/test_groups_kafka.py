@@ -1,0 +1,324 @@
+"""Consumer groups against Kafka's own group coordinator.
+
+* a 3-rack group with the classic protocol and a rack-aware assignor (KIP-881): each member
+  owns only partitions with a replica in its rack and reads 0 bytes across racks (KIP-392);
+* KIP-848 groups (``group_protocol="consumer"``): the coordinator assigns; members join,
+  leave, the group rebalances, commits are seen by a new member, exactly once throughout;
+* static membership (KIP-345): a static member restarting within its session gets its
+  partitions back without a rebalance of the others; a second member with the same
+  ``group_instance_id`` fences the first, which gets ``FencedInstanceIdError``;
+* static membership with KIP-848: the place waits for a member that left with epoch -2,
+  and a second live member with the same id is refused (``UnreleasedInstanceIdError``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import pytest
+
+from rackafka import AIOKafkaConsumer, TopicPartition
+from rackafka.abc import ConsumerRebalanceListener
+from rackafka.errors import FencedInstanceIdError, UnreleasedInstanceIdError
+from rackafka.testing import KafkaCluster
+
+from ._flow import PATIENCE, Reader, Writer, assert_exactly_once, unique, wait_for
+
+
+class Moves(ConsumerRebalanceListener):
+    """Records every rebalance callback: ``(kind, partitions)``."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, set[TopicPartition]]] = []
+
+    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        self.calls.append(("revoked", set(revoked)))
+
+    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        self.calls.append(("assigned", set(assigned)))
+
+
+def member(kafka: KafkaCluster, group: str, **kw: Any) -> AIOKafkaConsumer:
+    kw.setdefault("auto_offset_reset", "earliest")
+    kw.setdefault("metadata_max_age_ms", 5000)
+    if kw.get("group_protocol") != "consumer":
+        kw.setdefault("session_timeout_ms", 10000)
+        kw.setdefault("heartbeat_interval_ms", 300)
+    return AIOKafkaConsumer(bootstrap_servers=kafka.bootstrap_servers, group_id=group, **kw)
+
+
+def owned(*consumers: AIOKafkaConsumer) -> list[set[TopicPartition]]:
+    return [set(c.assignment()) for c in consumers]
+
+
+def split_among(consumers: list[AIOKafkaConsumer], partitions: int, each: int | None = None):
+    """A predicate: every partition owned by exactly one of ``consumers``, each owning some
+    (``each`` when given)."""
+
+    def ready() -> bool:
+        sets = owned(*consumers)
+        union = set().union(*sets)
+        if len(union) != partitions or sum(len(s) for s in sets) != partitions:
+            return False
+        return all(len(s) == each if each is not None else s for s in sets)
+
+    return ready
+
+
+async def test_three_rack_group_reads_nothing_across_racks(kafka: KafkaCluster) -> None:
+    """KIP-881 + KIP-392: replicas in 2 of 3 racks, one member per rack, 0 bytes crossing."""
+    partitions = 12
+    topic = unique("kip881")
+    group = unique("g-kip881")
+    infos = kafka.create_topic(topic, partitions, 2)
+    replica_racks = {i.partition: {kafka.rack_of(b) for b in i.replicas} for i in infos}
+    assert all(len(r) == 2 for r in replica_racks.values())
+    members = [
+        member(
+            kafka,
+            group,
+            client_rack=rack,
+            partition_assignment_strategy="cooperative-sticky",
+            enable_auto_commit=False,
+        )
+        for rack in kafka.racks
+    ]
+    for m in members:
+        m.subscribe([topic])
+    await asyncio.gather(*(m.start() for m in members))
+    readers = [Reader(m, name=f"member in {m.client_rack}").start() for m in members]
+    try:
+
+        def settled() -> bool:
+            if not split_among(members, partitions)():
+                return False
+            return all(
+                m.client_rack in replica_racks[tp.partition]
+                for m in members
+                for tp in m.assignment()
+            )
+
+        await wait_for(settled, "the 3 members to own only partitions in their racks")
+        # record i to partition i % partitions (default_value(i), as the Writer's)
+        written = 12 * 150
+        result = await kafka.aproduce(topic, written, partition="spread")
+        assert result.count == written
+        await wait_for(
+            lambda: sum(len(r.seen) for r in readers) >= written or any(r.done for r in readers),
+            "the group to read every record",
+        )
+        for r in readers:
+            r.check()
+        for m in members:
+            stats = m.fetch_stats()
+            assert stats.same_rack_bytes > 0, stats.to_dict()
+            assert stats.cross_rack_bytes == 0, stats.to_dict()
+            for tp in m.assignment():
+                assert stats.partitions[tp].read_from in kafka.brokers_in_rack(m.client_rack)
+        for r in readers:
+            await r.stop()
+    finally:
+        for r in readers:
+            await r.close()
+        await asyncio.gather(*(m.stop() for m in members))
+    assert_exactly_once(readers, written, partitions)
+
+
+async def test_kip848_group_join_leave_rebalance_commit(kafka: KafkaCluster) -> None:
+    """Members join and leave while records flow; the coordinator rebalances; every record
+    is read once across the group; a new member sees the group's commits."""
+    partitions = 6
+    topic = unique("kip848")
+    group = unique("g-kip848")
+    kafka.create_topic(topic, partitions, 3)
+    writer = await Writer(kafka, topic, partitions).start()
+
+    def new_member() -> AIOKafkaConsumer:
+        return member(
+            kafka, group, group_protocol="consumer", enable_auto_commit=True,
+            auto_commit_interval_ms=1000,
+        )  # fmt: skip
+
+    a = new_member()
+    b = new_member()
+    readers: list[Reader] = []
+    try:
+        a.subscribe([topic])
+        await a.start()
+        readers.append(ra := Reader(a, name="a").start())
+        await wait_for(split_among([a], partitions), "a alone to own every partition")
+        await ra.wait_count(300)
+
+        b.subscribe([topic])
+        await b.start()
+        readers.append(rb := Reader(b, name="b").start())
+        await wait_for(split_among([a, b], partitions, 3), "a and b to share the partitions")
+        await rb.wait_count(200)
+        await ra.wait_count(len(ra.seen) + 200)
+
+        # b leaves (commits on the way out): a gets everything back
+        await rb.stop()
+        await b.stop()
+        await wait_for(split_among([a], partitions), "a to own every partition again")
+        await ra.wait_count(len(ra.seen) + 300)
+
+        written = await writer.pause()
+        await wait_for(
+            lambda: sum(len(r.seen) for r in readers) >= written or ra.done,
+            "the group to read every record",
+        )
+        await ra.stop()
+        await a.commit()
+        committed = {p: await a.committed(TopicPartition(topic, p)) for p in range(partitions)}
+        await a.stop()
+        counts = {p: len(range(p, written, partitions)) for p in range(partitions)}
+        assert committed == counts
+
+        # a new member starts from the group's commits: it reads only what comes next
+        c = new_member()
+        c.subscribe([topic])
+        await c.start()
+        try:
+            await wait_for(split_among([c], partitions), "c to own every partition")
+            for p in range(partitions):
+                assert await c.committed(TopicPartition(topic, p)) == counts[p]
+            readers.append(rc := Reader(c, name="c").start())
+            writer.resume()
+            await rc.wait_count(300)
+            written = await writer.pause()
+            await rc.wait_count(written - sum(counts.values()))
+            await rc.stop()
+        finally:
+            await c.stop()
+    finally:
+        for r in readers:
+            await r.close()
+        for m in (a, b):
+            await m.stop()
+        await writer.stop()
+    assert_exactly_once(readers, written, partitions)
+
+
+async def test_static_member_restarts_without_rebalance_and_is_fenced(
+    kafka: KafkaCluster,
+) -> None:
+    """KIP-345 with the classic protocol on Kafka's coordinator."""
+    partitions = 4
+    topic = unique("static")
+    group = unique("g-static")
+    kafka.create_topic(topic, partitions, 3)
+    instance_a = f"a-{uuid.uuid4().hex[:6]}"
+    heartbeat_ms = 300
+
+    def static(instance: str) -> AIOKafkaConsumer:
+        return member(
+            kafka, group, group_instance_id=instance, session_timeout_ms=30000,
+            heartbeat_interval_ms=heartbeat_ms, partition_assignment_strategy="range",
+        )  # fmt: skip
+
+    a = static(instance_a)
+    b = static(f"b-{uuid.uuid4().hex[:6]}")
+    a2 = a3 = None
+    try:
+        for m in (a, b):
+            m.subscribe([topic])
+        await asyncio.gather(a.start(), b.start())
+        await wait_for(split_among([a, b], partitions, 2), "a and b to own 2 partitions each")
+        before_a = owned(a)[0]
+        generation = b._coordinator.state.generation_id
+        rebalances = b._coordinator.rebalances
+
+        # a restarts: a static member does not leave, its place waits for it
+        await a.stop()
+        a2 = static(instance_a)
+        a2.subscribe([topic])
+        await a2.start()
+        await wait_for(lambda: owned(a2)[0] == before_a, "a's partitions back to a")
+        # b heartbeats several times meanwhile: a rebalance would reach it
+        await asyncio.sleep(5 * heartbeat_ms / 1000)
+        assert b._coordinator.rebalances == rebalances
+        assert b._coordinator.state.generation_id == generation
+        assert owned(b)[0] == set(TopicPartition(topic, p) for p in range(partitions)) - before_a
+
+        # a second member with the same instance id takes the place: a2 is fenced
+        a3 = static(instance_a)
+        a3.subscribe([topic])
+        await a3.start()
+        await wait_for(lambda: owned(a3)[0] == before_a, "a's partitions to the new member")
+
+        async def fenced() -> None:
+            assert a2 is not None
+            while True:
+                await a2.getmany(timeout_ms=200)
+
+        with pytest.raises(FencedInstanceIdError):
+            await asyncio.wait_for(fenced(), PATIENCE)
+        # the fenced member stays out: a3 keeps the place, b is not disturbed
+        await asyncio.sleep(5 * heartbeat_ms / 1000)
+        assert owned(a3)[0] == before_a
+        assert a3._coordinator.state.member_id
+        assert b._coordinator.state.generation_id == generation
+        assert b._coordinator.rebalances == rebalances
+    finally:
+        for m in (a, b, a2, a3):
+            if m is not None:
+                await m.stop()
+
+
+async def test_kip848_static_member_restarts_and_a_duplicate_is_refused(
+    kafka: KafkaCluster,
+) -> None:
+    """Static membership with the KIP-848 protocol: a static member leaves with epoch -2,
+    its place (and partitions) wait for it, and it comes back to them without the other
+    member's assignment moving. A second live member with the same instance id is not
+    let in (UNRELEASED_INSTANCE_ID): here the newcomer fails, the running one keeps going."""
+    partitions = 4
+    topic = unique("static848")
+    group = unique("g-static848")
+    kafka.create_topic(topic, partitions, 3)
+    instance_a = f"a-{uuid.uuid4().hex[:6]}"
+
+    def static(instance: str) -> AIOKafkaConsumer:
+        return member(kafka, group, group_protocol="consumer", group_instance_id=instance)
+
+    a = static(instance_a)
+    b = static(f"b-{uuid.uuid4().hex[:6]}")
+    b_moves = Moves()
+    a2 = dup = None
+    try:
+        a.subscribe([topic])
+        b.subscribe([topic], listener=b_moves)
+        await asyncio.gather(a.start(), b.start())
+        await wait_for(split_among([a, b], partitions, 2), "a and b to own 2 partitions each")
+        before_a, before_b = owned(a, b)
+        settled = len(b_moves.calls)
+
+        await a.stop()  # leaves with epoch -2: the place is kept
+        a2 = static(instance_a)
+        a2.subscribe([topic])
+        await a2.start()
+        await wait_for(lambda: owned(a2)[0] == before_a, "a's partitions back to a")
+        assert owned(b)[0] == before_b
+        # nothing of b's moved meanwhile: nothing revoked, nothing added
+        assert all(kind == "assigned" and not tps for kind, tps in b_moves.calls[settled:])
+
+        dup = static(instance_a)
+        dup.subscribe([topic])
+
+        async def refused() -> None:
+            assert dup is not None
+            await dup.start()  # (raises here, or from the first poll)
+            while True:
+                await dup.getmany(timeout_ms=200)
+
+        with pytest.raises(UnreleasedInstanceIdError):
+            await asyncio.wait_for(refused(), PATIENCE)
+        assert owned(a2)[0] == before_a and owned(b)[0] == before_b
+        assert all(kind == "assigned" and not tps for kind, tps in b_moves.calls[settled:])
+        assert await a2.getmany(timeout_ms=100) is not None  # a2 still a working member
+    finally:
+        for m in (a, b, a2, dup):
+            if m is not None:
+                await m.stop()
