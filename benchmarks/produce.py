@@ -25,13 +25,30 @@ Datasets (``--datasets``):
 Each runs with acks=1 and acks=all, and with no compression and lz4 (``--acks``,
 ``--compression``).
 
+Two more suites (``--suites``; the default is ``throughput``, the one above):
+
+``latency``
+    Latency from ``send()`` (``produce()``) to the acknowledgement at a low rate: one
+    100-byte keyless record every 10 ms (after 20 unmeasured warm-up records), acks=1, for
+    ``linger_ms`` 0, 5 and 50 and batches of at most 16 KiB and 1 MiB. Reported: the p50
+    and p99 in milliseconds (medians over the runs). The asyncio clients note the time in
+    the future's done callback, confluent-kafka in its delivery callback while ``poll()``
+    waits for the next send. Also reported: the p99 of how late the sends were against
+    their schedule (a busy machine delays the process, and the latencies with it).
+``batch``
+    The 100B throughput case (acks=1, no compression) with each client's default
+    ``linger_ms``/``max_batch_size`` (``linger.ms``/``batch.size``), then with 1 MiB
+    batches and ``linger_ms`` 5 and 50: the settings throughput-minded users choose.
+
 Usage::
 
     python benchmarks/produce.py [--quick] [--repeat N] [--clients a,b] [--datasets x,y]
+        [--suites throughput,latency,batch]
 
 Results: a table on stdout and ``benchmarks/results/produce.json``. A run updates that file
-row by row: a case it measures (dataset, acks, compression) replaces that case's row, and
-the rows of the cases it does not measure are kept, so narrowed runs add up.
+row by row: a case it measures (suite, dataset, acks, compression, linger and batch size)
+replaces that case's row, and the rows of the cases it does not measure are kept, so
+narrowed runs add up.
 """
 
 from __future__ import annotations
@@ -56,6 +73,18 @@ CLIENTS = ("rackafka", "aiokafka-c", "confluent")
 DATASETS = {"100B": (200_000, 20_000), "10KB": (20_000, 3_000), "events": (100_000, 20_000)}
 BATCH_BYTES = 65536
 LINGER_MS = 5
+SUITES = ("throughput", "latency", "batch")
+#: The latency suite: ``linger_ms`` values, batch sizes, records and the pause between them.
+LATENCY_LINGERS = (0, 5, 50)
+LATENCY_BATCHES = (16384, 1048576)
+LATENCY_RECORDS = (300, 100)  # full, --quick
+LATENCY_WARMUP = 20
+LATENCY_INTERVAL = 0.010
+#: How late each send of the latency suite was against its schedule (seconds): a busy
+#: machine delays the process, and the latencies with it.
+LAGS: list[float] = []
+#: The batch suite: ``(linger_ms, max_batch_size)``; ``None`` keeps the client's default.
+BIG_BATCH_SETTINGS = ((None, None), (5, 1048576), (50, 1048576))
 
 
 def make_records(
@@ -89,7 +118,7 @@ def make_records(
     return out
 
 
-async def run_asyncio(spec: dict[str, Any], records: list[Any]) -> float:
+async def run_asyncio(spec: dict[str, Any], records: list[Any]) -> float | list[float]:
     if spec["client"] == "rackafka":
         from rackafka import AIOKafkaProducer
     else:
@@ -98,13 +127,14 @@ async def run_asyncio(spec: dict[str, Any], records: list[Any]) -> float:
         bootstrap_servers=spec["bootstrap"],
         acks=spec["acks"],
         compression_type=spec["compression"],
-        linger_ms=LINGER_MS,
-        max_batch_size=BATCH_BYTES,
+        **_asyncio_batching(spec),
     )
     await producer.start()
     topic = spec["topic"]
     try:
         await producer.partitions_for(topic)
+        if spec.get("suite") == "latency":
+            return await _asyncio_latencies(producer, topic, spec, records)
         start = time.perf_counter()
         futures = []
         send = producer.send
@@ -119,7 +149,80 @@ async def run_asyncio(spec: dict[str, Any], records: list[Any]) -> float:
         await producer.stop()
 
 
-def run_confluent(spec: dict[str, Any], records: list[Any]) -> float:
+def _asyncio_batching(spec: dict[str, Any]) -> dict[str, Any]:
+    """``linger_ms``/``max_batch_size`` of the spec (absent: the client's defaults)."""
+    out: dict[str, Any] = {}
+    if spec.get("linger_ms") is not None:
+        out["linger_ms"] = spec["linger_ms"]
+    if spec.get("max_batch_size") is not None:
+        out["max_batch_size"] = spec["max_batch_size"]
+    return out
+
+
+async def _asyncio_latencies(
+    producer: Any, topic: str, spec: dict[str, Any], records: list[Any]
+) -> list[float]:
+    """Send one record every LATENCY_INTERVAL; seconds from send() to acknowledgement of
+    each measured record (the warm-up records are not measured)."""
+    latencies: list[float] = []
+    futures = []
+    clock = time.perf_counter
+    start = clock()
+    for i, (key, value, _headers) in enumerate(records):
+        pause = start + i * LATENCY_INTERVAL - clock()
+        if pause > 0:
+            await asyncio.sleep(pause)
+        sent = clock()
+        LAGS.append(sent - start - i * LATENCY_INTERVAL)
+        fut = await producer.send(topic, value, key=key)
+        if i >= LATENCY_WARMUP:
+            fut.add_done_callback(lambda _f, sent=sent: latencies.append(clock() - sent))
+        futures.append(fut)
+    await asyncio.gather(*futures)
+    return latencies
+
+
+def _confluent_config(spec: dict[str, Any]) -> dict[str, Any]:
+    conf: dict[str, Any] = {
+        "bootstrap.servers": spec["bootstrap"],
+        "acks": "all" if spec["acks"] == "all" else str(spec["acks"]),
+        "compression.type": spec["compression"] or "none",
+    }
+    if spec.get("linger_ms") is not None:
+        conf["linger.ms"] = spec["linger_ms"]
+    if spec.get("max_batch_size") is not None:
+        conf["batch.size"] = spec["max_batch_size"]
+    return conf
+
+
+def _confluent_latencies(producer: Any, topic: str, records: list[Any]) -> list[float]:
+    """As :func:`_asyncio_latencies`, timed in the delivery callback; ``poll()`` waits for
+    callbacks until the next send is due, so they run as soon as librdkafka has them."""
+    latencies: list[float] = []
+    errors: list[Any] = []
+    clock = time.perf_counter
+    start = clock()
+    for i, (key, value, _headers) in enumerate(records):
+        while (pause := start + i * LATENCY_INTERVAL - clock()) > 0:
+            producer.poll(pause)
+        sent = clock()
+        LAGS.append(sent - start - i * LATENCY_INTERVAL)
+
+        def report(err: Any, _msg: Any, sent: float = sent, measured: bool = i >= LATENCY_WARMUP):
+            if err is not None:
+                errors.append(err)
+            elif measured:
+                latencies.append(clock() - sent)
+
+        producer.produce(topic, value, key=key, on_delivery=report)
+    if producer.flush(120) != 0:
+        raise RuntimeError("confluent-kafka did not deliver every record")
+    if errors:
+        raise RuntimeError(f"delivery errors: {errors[:3]}")
+    return latencies
+
+
+def run_confluent(spec: dict[str, Any], records: list[Any]) -> float | list[float]:
     from confluent_kafka import Producer
 
     errors: list[Any] = []
@@ -128,17 +231,11 @@ def run_confluent(spec: dict[str, Any], records: list[Any]) -> float:
         if err is not None:
             errors.append(err)
 
-    producer = Producer(
-        {
-            "bootstrap.servers": spec["bootstrap"],
-            "acks": "all" if spec["acks"] == "all" else str(spec["acks"]),
-            "compression.type": spec["compression"] or "none",
-            "linger.ms": LINGER_MS,
-            "batch.size": BATCH_BYTES,
-        }
-    )
+    producer = Producer(_confluent_config(spec))
     topic = spec["topic"]
     producer.list_topics(topic, timeout=10)
+    if spec.get("suite") == "latency":
+        return _confluent_latencies(producer, topic, records)
     start = time.perf_counter()
     for i, (key, value, headers) in enumerate(records):
         while True:
@@ -162,11 +259,23 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     nbytes = sum(len(v) + len(k or b"") for k, v, _ in records)
     before = resource.getrusage(resource.RUSAGE_SELF)
     if spec["client"] == "confluent":
-        elapsed = run_confluent(spec, records)
+        outcome = run_confluent(spec, records)
     else:
-        elapsed = asyncio.run(run_asyncio(spec, records))
+        outcome = asyncio.run(run_asyncio(spec, records))
     after = resource.getrusage(resource.RUSAGE_SELF)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if isinstance(outcome, list):  # the latency suite
+        if len(outcome) != len(records) - LATENCY_WARMUP:
+            raise RuntimeError(f"{len(outcome)} latencies for {len(records)} records")
+        cuts = statistics.quantiles(outcome, n=100, method="inclusive")
+        lag = statistics.quantiles(LAGS, n=100, method="inclusive")[98]
+        return {
+            "p50_ms": cuts[49] * 1000,
+            "p99_ms": cuts[98] * 1000,
+            "send_lag_p99_ms": lag * 1000,
+            "cpu_s": cpu,
+        }
+    elapsed = outcome
     return {
         "seconds": elapsed,
         "records_per_s": len(records) / elapsed,
@@ -208,6 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--datasets", default=",".join(DATASETS))
     parser.add_argument("--acks", default="1,all")
     parser.add_argument("--compression", default="none,lz4")
+    parser.add_argument("--suites", default="throughput", help=f"of {','.join(SUITES)}")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -216,6 +326,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from rackafka.testing import EmbeddedCluster
 
+    suites = [x for x in args.suites.split(",") if x]
+    unknown = [x for x in suites if x not in SUITES]
+    if unknown:
+        parser.error(f"unknown suites {unknown}; choose among {', '.join(SUITES)}")
     repeat = args.repeat or (1 if args.quick else 3)
     clients = [c for c in args.clients.split(",") if c]
     skipped = [c for c in clients if not available(c)]
@@ -224,51 +338,115 @@ def main(argv: list[str] | None = None) -> int:
         print(f"# {c}: skipped (package not installed)")
     out_file = args.out / "produce.json"
     results = load_results(out_file)
-    with EmbeddedCluster(brokers=3, racks=("az-a", "az-b", "az-c")) as cluster:
-        for ds in args.datasets.split(","):
-            count = DATASETS[ds][1 if args.quick else 0]
-            for acks in args.acks.split(","):
-                for comp in args.compression.split(","):
-                    compression = None if comp == "none" else comp
-                    row: dict[str, Any] = {
-                        "dataset": ds,
-                        "records": count,
-                        "acks": acks,
-                        "compression": comp,
-                    }
-                    for client in clients:
-                        runs = []
-                        for _ in range(repeat):
-                            topic = f"bench-{uuid.uuid4().hex[:8]}"
-                            cluster.create_topic(topic, 12)
-                            spec = {
-                                "client": client,
-                                "bootstrap": cluster.bootstrap_servers,
-                                "topic": topic,
-                                "dataset": ds,
-                                "count": count,
-                                "acks": "all" if acks == "all" else int(acks),
-                                "compression": compression,
-                            }
-                            runs.append(run_child(spec))
-                        ok = [r for r in runs if "error" not in r]
-                        if not ok:
-                            row[client] = {"error": runs[0]["error"]}
-                            continue
-                        row[client] = {
-                            key: statistics.median(r[key] for r in ok)
-                            for key in ("records_per_s", "mb_per_s", "cpu_s", "seconds")
+
+    def measure(cluster: Any, row: dict[str, Any], spec: dict[str, Any]) -> None:
+        """Run every client ``repeat`` times on ``spec``; medians into ``row``; save."""
+        nonlocal results
+        for client in clients:
+            runs = []
+            for _ in range(repeat):
+                topic = f"bench-{uuid.uuid4().hex[:8]}"
+                cluster.create_topic(topic, 12)
+                runs.append(
+                    run_child(
+                        {
+                            **spec,
+                            "client": client,
+                            "bootstrap": cluster.bootstrap_servers,
+                            "topic": topic,
                         }
-                    results = merge_rows(results, [row])
-                    print_row(row, clients)
-                    args.out.mkdir(parents=True, exist_ok=True)
-                    out_file.write_text(json.dumps(results, indent=2))
+                    )
+                )
+            ok = [r for r in runs if "error" not in r]
+            if not ok:
+                row[client] = {"error": runs[0]["error"]}
+                continue
+            row[client] = {key: statistics.median(r[key] for r in ok) for key in ok[0]}
+        results = merge_rows(results, [row])
+        print_row(row, clients)
+        args.out.mkdir(parents=True, exist_ok=True)
+        out_file.write_text(json.dumps(results, indent=2))
+
+    with EmbeddedCluster(brokers=3, racks=("az-a", "az-b", "az-c")) as cluster:
+        if "throughput" in suites:
+            for ds in args.datasets.split(","):
+                count = DATASETS[ds][1 if args.quick else 0]
+                for acks in args.acks.split(","):
+                    for comp in args.compression.split(","):
+                        row: dict[str, Any] = {
+                            "dataset": ds,
+                            "records": count,
+                            "acks": acks,
+                            "compression": comp,
+                        }
+                        spec = {
+                            "dataset": ds,
+                            "count": count,
+                            "acks": "all" if acks == "all" else int(acks),
+                            "compression": None if comp == "none" else comp,
+                            "linger_ms": LINGER_MS,
+                            "max_batch_size": BATCH_BYTES,
+                        }
+                        measure(cluster, row, spec)
+        if "latency" in suites:
+            count = LATENCY_RECORDS[1 if args.quick else 0] + LATENCY_WARMUP
+            for batch in LATENCY_BATCHES:
+                for linger in LATENCY_LINGERS:
+                    row = {
+                        "suite": "latency",
+                        "dataset": "100B",
+                        "records": count - LATENCY_WARMUP,
+                        "acks": "1",
+                        "compression": "none",
+                        "linger_ms": linger,
+                        "max_batch_size": batch,
+                    }
+                    spec = {
+                        "suite": "latency",
+                        "dataset": "100B",
+                        "count": count,
+                        "acks": 1,
+                        "compression": None,
+                        "linger_ms": linger,
+                        "max_batch_size": batch,
+                    }
+                    measure(cluster, row, spec)
+        if "batch" in suites:
+            count = DATASETS["100B"][1 if args.quick else 0]
+            for linger, batch in BIG_BATCH_SETTINGS:
+                row = {
+                    "suite": "batch",
+                    "dataset": "100B",
+                    "records": count,
+                    "acks": "1",
+                    "compression": "none",
+                    "linger_ms": "default" if linger is None else linger,
+                    "max_batch_size": "default" if batch is None else batch,
+                }
+                spec = {
+                    "suite": "batch",
+                    "dataset": "100B",
+                    "count": count,
+                    "acks": 1,
+                    "compression": None,
+                    "linger_ms": linger,
+                    "max_batch_size": batch,
+                }
+                measure(cluster, row, spec)
     return 0
 
 
-def row_key(row: dict[str, Any]) -> tuple[str, str, str]:
-    """The case a result row measures: ``(dataset, acks, compression)``."""
-    return (str(row.get("dataset")), str(row.get("acks")), str(row.get("compression")))
+def row_key(row: dict[str, Any]) -> tuple[str, ...]:
+    """The case a result row measures: suite, dataset, acks, compression (and the linger and
+    batch size of the latency and batch suites)."""
+    return (
+        str(row.get("suite", "throughput")),
+        str(row.get("dataset")),
+        str(row.get("acks")),
+        str(row.get("compression")),
+        str(row.get("linger_ms", "")),
+        str(row.get("max_batch_size", "")),
+    )
 
 
 def merge_rows(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -302,10 +480,26 @@ def load_results(path: Path) -> list[dict[str, Any]]:
 
 
 def print_row(row: dict[str, Any], clients: list[str]) -> None:
+    suite = row.get("suite", "throughput")
+    if suite == "latency":
+        parts = [f"latency linger_ms={row['linger_ms']:<3} batch={row['max_batch_size']:<8}"]
+        for client in clients:
+            r = row.get(client, {})
+            if "p99_ms" not in r:
+                parts.append(f"{client}: error {r.get('error')}")
+                continue
+            parts.append(
+                f"{client}: p50 {r['p50_ms']:6.1f} ms p99 {r['p99_ms']:6.1f} ms "
+                f"(send lag p99 {r['send_lag_p99_ms']:.1f} ms)"
+            )
+        print(" | ".join(parts), flush=True)
+        return
     base = row.get("aiokafka-c", {}).get("records_per_s")
     parts = [
         f"{row['dataset']:>6} acks={row['acks']:<3} {row['compression']:<4} n={row['records']}"
     ]
+    if suite == "batch":
+        parts[0] += f" linger_ms={row['linger_ms']} batch={row['max_batch_size']}"
     for client in clients:
         r = row.get(client, {})
         if "records_per_s" not in r:

@@ -185,6 +185,30 @@ def test_task_reports_of_a_write(
         assert holders, (row.partition, row.offset)
 
 
+def test_a_write_with_acks_0_reports_no_offsets(
+    spark: Any, embedded_cluster: EmbeddedCluster, tmp_path: Path
+) -> None:
+    """kafka.acks=0: the producer learns no offsets (its futures give None, as aiokafka's),
+    so the task reports its records but no written ranges."""
+    c = embedded_cluster
+    c.create_topic("unacknowledged", 2)
+    df = spark.range(50).repartition(2).selectExpr("CAST(id AS STRING) AS value")
+    (
+        df.write.format("rackafka")
+        .option("kafka.bootstrap.servers", c.bootstrap_servers)
+        .option("topic", "unacknowledged")
+        .option("kafka.acks", "0")
+        .option("rackafka.metricsPath", str(tmp_path / "metrics"))
+        .mode("append")
+        .save()
+    )
+    reports = read_task_reports(tmp_path / "metrics")
+    assert sum(r.records for r in reports) == 50
+    assert all(r.finished and r.ranges == [] for r in reports)
+    got = _read(spark, c, "unacknowledged")
+    assert sorted(int(bytes(r.value)) for r in got) == list(range(50))
+
+
 def test_sink_options_without_spark() -> None:
     opts = parse_sink_options(
         {

@@ -49,3 +49,26 @@ def test_results_file_is_read_back(produce: ModuleType, tmp_path: Path) -> None:
     assert produce.load_results(path) == rows
     path.write_text("{not json")
     assert produce.load_results(path) == []
+
+
+def test_latency_and_batch_rows_are_cases_of_their_own(produce: ModuleType) -> None:
+    throughput = _row("100B", "1", "none", 1.0)
+    latency = [
+        {
+            **_row("100B", "1", "none", 0.0),
+            "suite": "latency",
+            "linger_ms": linger,
+            "max_batch_size": 16384,
+        }
+        for linger in (0, 5)
+    ]
+    batch = {
+        **_row("100B", "1", "none", 2.0),
+        "suite": "batch",
+        "linger_ms": "default",
+        "max_batch_size": "default",
+    }
+    merged = produce.merge_rows([throughput], [*latency, batch])
+    assert merged == [throughput, *latency, batch]
+    again = {**latency[1], "rackafka": {"p99_ms": 7.0}}
+    assert produce.merge_rows(merged, [again]) == [throughput, latency[0], again, batch]

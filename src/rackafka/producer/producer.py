@@ -502,6 +502,7 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
             self._accumulator,
             self._client,
         )
+        self._finalizer.atexit = False  # at exit the loop is gone: nothing to clean up
         self._started = True
 
     def _sender_done(self, task: asyncio.Task[None]) -> None:

@@ -306,6 +306,8 @@ def _note_written(
     results: list[Any], written: dict[tuple[str, int], list[Any]], report: TaskReport
 ) -> None:
     for md in results:
+        if md is None:  # kafka.acks=0: written, at offsets nobody acknowledged
+            continue
         span = written.get((md.topic, md.partition))
         if span is None:
             written[md.topic, md.partition] = [md.topic, md.partition, md.offset, md.offset + 1]
