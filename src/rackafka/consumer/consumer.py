@@ -870,6 +870,8 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
             ValueError: ``offsets`` is malformed.
         """
         group = self._group("commit()")
+        if not group.in_listener():
+            group.raise_fatal()  # a fatal group error reaches commit() too
         if group.in_listener():
             # Inside on_partitions_revoked (also after unsubscribe()): the partitions
             # being given back are still this member's, as in Java.

@@ -899,7 +899,16 @@ class Fetcher:
                 else:
                     state.request_reset(self._subs.default_reset)
         except KafkaError as exc:
-            log.debug("committed offsets lookup failed: %s", exc)
+            if not _retriable(exc):
+                # GROUP_AUTHORIZATION_FAILED and the like: every poll raises it (the
+                # lookup is tried again after the backoff), never a silent stall.
+                log.error("committed offsets lookup failed: %s", exc)
+                for tp in tps:
+                    state = self._subs.state(tp)
+                    if state is not None and state.reset == COMMITTED:
+                        self._fail(state, exc)
+            else:
+                log.debug("committed offsets lookup failed: %s", exc)
             await asyncio.sleep(self._backoff)
         finally:
             self._lookup_done(_COMMITTED_LOOKUP, tps)
