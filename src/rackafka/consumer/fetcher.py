@@ -672,8 +672,12 @@ class Fetcher:
                     break
             if buf.failure is not None:
                 # Never skipped: the position stays at the failing batch or record and
-                # the error is raised on every poll until the user seeks past it.
-                self._fail(state, buf.failure, sticky=True)
+                # the error is raised on every poll until the user seeks past it. Bad
+                # record data stays bad (sticky: not fetched again); a deserializer's
+                # failure may be transient (a schema registry): as in Java, the record
+                # is fetched again and given to the deserializer on the next poll.
+                deserializer = isinstance(buf.failure, RecordDeserializationError)
+                self._fail(state, buf.failure, sticky=not deserializer)
                 buf.failure = None
                 state.position = position
                 state.fetch_position = position
@@ -1413,6 +1417,21 @@ class Fetcher:
                         self._incomplete_batch(tp, state, node, sent_offset, records)
                         continue
                     self._incomplete.pop(tp, None)
+                    if end <= sent_offset:
+                        # Only records below the fetch offset (a broker that ignores it):
+                        # nothing to give, no progress. Asking again at once would spin:
+                        # back off as for an error, longer on each repeat.
+                        log.debug(
+                            "%s-%d: node %d answered a fetch at offset %d with records "
+                            "ending at %d only",
+                            tp.topic,
+                            tp.partition,
+                            node,
+                            sent_offset,
+                            end,
+                        )
+                        self._partition_backoff(tp, now)
+                        continue
                     self._tp_error_streak.pop(tp, None)
                     if end > sent_offset:
                         state.fetch_position = end
