@@ -368,3 +368,38 @@ async def test_seek_during_a_long_poll_gets_the_new_position_at_once(
     got = await consumer.getmany(timeout_ms=1500)
     assert [r.offset for r in got.get(tp, [])][:1] == [2]
     assert loop.time() - started < 1.5
+
+
+# -- a subscribed topic created after start() -------------------------------------------------
+
+
+@pytest.mark.parametrize("group", [None, "g-late-topic"])
+async def test_a_subscribed_topic_created_later_is_seen_within_seconds(
+    embedded_cluster: EmbeddedCluster, make: Make, group: str | None
+) -> None:
+    # As aiokafka: while a subscribed topic is unknown, metadata is looked up again
+    # every retry_backoff_max_ms, not only every metadata_max_age_ms (5 minutes).
+    consumer = make("late-topic", group_id=group) if group else make("late-topic")
+    await consumer.start()
+    await asyncio.sleep(1.5)  # the client settled with the topic unknown
+    requests = consumer._client.metadata_requests
+    embedded_cluster.create_topic("late-topic", 2)
+    embedded_cluster.produce("late-topic", 1, value_size=5)
+    started = time.monotonic()
+    record = await asyncio.wait_for(consumer.getone(), WAIT)
+    assert record.topic == "late-topic"
+    # (the librdkafka mock delays a rejoin by up to the session timeout: 3 s here)
+    assert time.monotonic() - started < 12
+    assert consumer._client.metadata_requests > requests
+
+
+async def test_an_unknown_subscribed_topic_is_looked_up_with_backoff_not_in_a_loop(
+    embedded_cluster: EmbeddedCluster, make: Make
+) -> None:
+    consumer = make("never-created", group_id="g-never", retry_backoff_max_ms=500)
+    await consumer.start()
+    await asyncio.sleep(1.0)
+    before = consumer._client.metadata_requests
+    await asyncio.sleep(3.0)
+    looked = consumer._client.metadata_requests - before
+    assert 2 <= looked <= 12, looked  # about every 0.5 s: looked for, but no loop
