@@ -58,7 +58,11 @@ def test_builtin_assignors_are_abstract_partition_assignors() -> None:
 
 def test_assignment_partitions() -> None:
     a = ConsumerProtocolMemberAssignment(0, [("t", [0, 2]), ("u", [1])], b"")
-    assert a.partitions() == [TopicPartition("t", 0), TopicPartition("t", 2), TopicPartition("u", 1)]
+    assert a.partitions() == [
+        TopicPartition("t", 0),
+        TopicPartition("t", 2),
+        TopicPartition("u", 1),
+    ]
 
 
 class Calls:
@@ -83,13 +87,17 @@ def everything_to_the_tagged_member(base: type) -> type:
 
         @classmethod
         def assign(cls, cluster: Any, members: Mapping[str, Any]) -> dict[str, Any]:
-            Calls.assign.append({m: (sorted(md.subscription), md.user_data) for m, md in members.items()})
+            Calls.assign.append(
+                {m: (sorted(md.subscription), md.user_data) for m, md in members.items()}
+            )
             topics = sorted({t for md in members.values() for t in md.subscription})
             everything = [(t, sorted(cluster.partitions_for_topic(t) or ())) for t in topics]
             takers = [m for m, md in sorted(members.items()) if md.user_data == b"take-all"]
             taker = takers[0] if takers else min(members)
             return {
-                m: ConsumerProtocolMemberAssignment(cls.version, everything if m == taker else [], b"")
+                m: ConsumerProtocolMemberAssignment(
+                    cls.version, everything if m == taker else [], b""
+                )
                 for m in members
             }
 

@@ -377,6 +377,16 @@ def _parser() -> argparse.ArgumentParser:
         help="emulate RackAwareReplicaSelector for consumers in RACK",
     )
     serve.add_argument(
+        "--replica-selector",
+        choices=("rack-aware",),
+        default=None,
+        help=(
+            "rack-aware: the brokers name a preferred read replica for each client by the "
+            "rack_id of its fetches, as Kafka's RackAwareReplicaSelector (clients in "
+            "several racks at once; not with --emulate-rack)"
+        ),
+    )
+    serve.add_argument(
         "--track-requests", action="store_true", help="start request tracking at once"
     )
     serve.add_argument(
@@ -453,7 +463,15 @@ def serve(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
                     "session_lifetime_ms": args.session_lifetime_ms,
                     "require_client_cert": args.require_client_cert,
                 }
-            cluster = EmbeddedCluster(brokers=args.brokers, racks=racks, **security)
+            selector = getattr(args, "replica_selector", None)
+            if selector is not None and args.emulate_rack:
+                raise ValueError(
+                    "--replica-selector and --emulate-rack exclude each other: the selector "
+                    "already answers each client for its own rack"
+                )
+            cluster = EmbeddedCluster(
+                brokers=args.brokers, racks=racks, replica_selector=selector, **security
+            )
             cluster.start()
             for name, partitions, rf in args.topic:
                 cluster.create_topic(name, partitions, rf)

@@ -100,7 +100,9 @@ class _Adapter(PartitionAssignor):
         out: dict[str, list[TopicPartition]] = {m.member_id: [] for m in data.members}
         for member_id, assignment in dict(result).items():
             out[member_id] = sorted(
-                TopicPartition(topic, int(p)) for topic, parts in assignment.assignment for p in parts
+                TopicPartition(topic, int(p))
+                for topic, parts in assignment.assignment
+                for p in parts
             )
         return out
 
