@@ -29,8 +29,8 @@ def resolve_assignors(strategy: Any) -> list[Any]:
     rackafka assignor class or instance, an aiokafka assignor class (it is
     replaced by rackafka's assignor of the same name, which speaks the same
     protocol and is rack-aware where Kafka's is), or a custom assignor written for
-    aiokafka (an ``AbstractPartitionAssignor`` subclass, run as aiokafka runs it).  Default: round robin, as
-    in aiokafka.
+    aiokafka (an ``AbstractPartitionAssignor`` subclass, run as aiokafka runs it).
+    Default: round robin, as in aiokafka.
 
     Raises:
         KafkaConfigurationError: an entry is none of these (the message names
