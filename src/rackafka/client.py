@@ -399,6 +399,11 @@ class KafkaClient:
         finally:
             delay = min(self.retry_backoff * 2**self._refresh_streak, self.retry_backoff_max)
             self._next_refresh_at = time.monotonic() + _jitter(delay)
+            if self.unknown_topics():
+                # A topic of interest is not known (yet): the background loop, which may
+                # be sleeping for metadata_max_age_ms, looks for it every
+                # retry_backoff_max_ms from now on.
+                self._wakeup.set()
 
     async def _refresh_once(self) -> None:
         errors = []

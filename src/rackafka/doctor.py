@@ -69,6 +69,8 @@ class DoctorReport:
     """Everything the doctor found; ``problems`` is empty when reads stay in the zone."""
 
     client_rack: str | None = None
+    #: The rack given with ``client_rack``/``--client-rack`` (even one no broker has).
+    requested_rack: str | None = None
     rack_source: str = ""
     candidates: list[dict[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -165,8 +167,13 @@ async def _decide_rack(
     if client_rack == "auto":
         decision = await resolve_rack(list(broker_racks), environ, timeout=timeout)
     else:
+        report.requested_rack = client_rack
         known = {r for r in broker_racks if r}
-        notes = () if client_rack in known else ("the given rack is not a broker rack",)
+        notes = (
+            ()
+            if client_rack in known
+            else (f"the given rack {client_rack!r} is not a broker rack",)
+        )
         decision = RackDecision(
             client_rack if client_rack in known else None,
             "--client-rack",
@@ -177,7 +184,14 @@ async def _decide_rack(
     report.rack_source = decision.source
     report.candidates = [{"value": c.value, "source": c.source} for c in decision.candidates]
     report.notes.extend(decision.notes)
-    if decision.rack is None:
+    if decision.rack is None and report.requested_rack is not None:
+        report.problem(
+            "no-rack",
+            f"the given rack {report.requested_rack!r} matches no broker: broker racks "
+            f"{', '.join(decision.broker_racks) or 'none'} (a typo, or brokers without "
+            "broker.rack)",
+        )
+    elif decision.rack is None:
         found = ", ".join(c.value for c in decision.candidates) or "none"
         report.problem(
             "no-rack",
@@ -190,7 +204,8 @@ async def _decide_rack(
 def _coverage(
     report: DoctorReport, cluster: Any, topics: Sequence[str], racks: Mapping[int, str | None]
 ) -> None:
-    rack = report.client_rack
+    # A rack given that no broker has: nothing is in it (None would match rack-less brokers).
+    rack = report.client_rack or report.requested_rack
     for topic in topics:
         parts = cluster.partitions.get(topic) or {}
         if not parts:
@@ -404,7 +419,8 @@ def _judge(report: DoctorReport) -> None:
     if missing:
         report.problem(
             "no-replica-in-rack",
-            f"{missing} partition(s) have no in-sync replica in {report.client_rack}: "
+            f"{missing} partition(s) have no in-sync replica in "
+            f"{report.client_rack or report.requested_rack}: "
             "they are read from another zone (reassign replicas across all racks)",
         )
     cross = report.sample.get("cross_rack_bytes", 0)
@@ -465,7 +481,12 @@ def format_report(report: DoctorReport) -> str:
     """The report as text for a terminal."""
     lines = []
     rack = report.client_rack
-    lines.append(f"rack:      {rack or '(none)'}  [{report.rack_source}]")
+    if rack is None and report.requested_rack is not None:
+        # Given, but no broker is in it: say which, and count replicas in it (none).
+        rack = report.requested_rack
+        lines.append(f"rack:      {rack} (matches no broker rack)  [{report.rack_source}]")
+    else:
+        lines.append(f"rack:      {rack or '(none)'}  [{report.rack_source}]")
     if report.candidates:
         found = ", ".join(f"{c['value']} ({c['source']})" for c in report.candidates)
         lines.append(f"           candidates: {found}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import re
 import time
 import warnings
 import weakref
@@ -371,3 +372,103 @@ async def test_seek_during_a_long_poll_gets_the_new_position_at_once(
     got = await consumer.getmany(timeout_ms=1500)
     assert [r.offset for r in got.get(tp, [])][:1] == [2]
     assert loop.time() - started < 1.5
+
+
+# -- a subscribed topic created after start() -------------------------------------------------
+
+
+@pytest.mark.parametrize("group", [None, "g-late-topic"])
+async def test_a_subscribed_topic_created_later_is_seen_within_seconds(
+    embedded_cluster: EmbeddedCluster, make: Make, group: str | None
+) -> None:
+    # As aiokafka: while a subscribed topic is unknown, metadata is looked up again
+    # every retry_backoff_max_ms, not only every metadata_max_age_ms (5 minutes).
+    consumer = make("late-topic", group_id=group) if group else make("late-topic")
+    await consumer.start()
+    await asyncio.sleep(1.5)  # the client settled with the topic unknown
+    requests = consumer._client.metadata_requests
+    embedded_cluster.create_topic("late-topic", 2)
+    embedded_cluster.produce("late-topic", 1, value_size=5)
+    started = time.monotonic()
+    record = await asyncio.wait_for(consumer.getone(), WAIT)
+    assert record.topic == "late-topic"
+    # (the librdkafka mock delays a rejoin by up to the session timeout: 3 s here)
+    assert time.monotonic() - started < 12
+    assert consumer._client.metadata_requests > requests
+
+
+async def test_an_unknown_subscribed_topic_is_looked_up_with_backoff_not_in_a_loop(
+    embedded_cluster: EmbeddedCluster, make: Make
+) -> None:
+    consumer = make("never-created", group_id="g-never", retry_backoff_max_ms=500)
+    await consumer.start()
+    await asyncio.sleep(1.0)
+    before = consumer._client.metadata_requests
+    await asyncio.sleep(3.0)
+    looked = consumer._client.metadata_requests - before
+    assert 2 <= looked <= 12, looked  # about every 0.5 s: looked for, but no loop
+
+
+async def test_start_returns_after_the_first_on_partitions_assigned_completed(
+    embedded_cluster: EmbeddedCluster, make: Make
+) -> None:
+    # As aiokafka: work started by an async on_partitions_assigned (here it awaits, then
+    # records) is done when start() returns; a listener that awaits right after start()
+    # finds it.
+    embedded_cluster.create_topic("listen", 2)
+    done: list[set[TopicPartition]] = []
+
+    class Slow(ConsumerRebalanceListener):
+        async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+            pass
+
+        async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+            await asyncio.sleep(0.5)
+            done.append(set(assigned))
+
+    consumer = make(group_id="g-listen")
+    consumer.subscribe(["listen"], listener=Slow())
+    await consumer.start()
+    assert done == [{TopicPartition("listen", 0), TopicPartition("listen", 1)}]
+    assert consumer.assignment() == done[0]
+
+
+async def test_subscription_and_assignment_after_assign_then_unsubscribe(
+    embedded_cluster: EmbeddedCluster, make: Make
+) -> None:
+    # As aiokafka 0.14: both empty, with or without a group; a later subscribe() works.
+    embedded_cluster.create_topic("au", 2)
+    for group in (None, "g-au"):
+        consumer = make(group_id=group) if group else make()
+        await consumer.start()
+        consumer.assign([TopicPartition("au", 0)])
+        assert consumer.subscription() == {"au"}
+        consumer.unsubscribe()
+        assert consumer.subscription() == set() and consumer.assignment() == set()
+        await asyncio.sleep(0.3)
+        assert consumer.subscription() == set() and consumer.assignment() == set()
+        consumer.subscribe(["au"])
+        assert consumer.subscription() == {"au"}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "aiokafkas_words"),
+    [
+        ({"security_protocol": "SOME"}, "`security_protocol` should be SSL or PLAINTEXT"),
+        (
+            {"security_protocol": "SSL", "ssl_context": None},
+            "`ssl_context` is mandatory if security_protocol=='SSL'",
+        ),
+        ({"isolation_level": "READ_CCC"}, "Incorrect isolation level READ_CCC"),
+        (
+            {"security_protocol": "SASL_PLAINTEXT"},
+            "sasl_plain_username and sasl_plain_password required for PLAIN sasl",
+        ),
+    ],
+)
+def test_invalid_arguments_raise_with_aiokafkas_words(
+    kwargs: dict[str, Any], aiokafkas_words: str
+) -> None:
+    # Code (and tests) written for aiokafka match these messages with a regex.
+    with pytest.raises(ValueError, match=re.escape(aiokafkas_words)):
+        AIOKafkaConsumer("t", bootstrap_servers="127.0.0.1:1", **kwargs)

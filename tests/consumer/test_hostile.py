@@ -160,6 +160,38 @@ async def test_deserializer_error_keeps_the_records_before_and_the_position(
     assert await collect(consumer, 14) == list(range(16, 30))
 
 
+async def test_the_next_poll_gives_the_failing_record_to_the_deserializer_again(
+    fake: FakeBroker, consumers: Any
+) -> None:
+    # A deserializer that fails for a while (a schema registry that is down): each poll
+    # raises until it succeeds, then the record and those after it come, without a seek.
+    fake.append("t", 0, batch(0, 30))
+    calls = {"v15": 0}
+    registry = {"down": True}
+
+    def value(raw: bytes | None) -> str:
+        assert raw is not None
+        if raw == b"v15":
+            calls["v15"] += 1
+            if registry["down"]:
+                raise ConnectionError("schema registry unavailable")
+        return raw.decode()
+
+    consumer = consumers(fake, value_deserializer=value)
+    await consumer.start()
+    consumer.assign([TP])
+    delivered, exc = await read_until_error(consumer, RecordDeserializationError)
+    assert delivered == list(range(15)) and exc.offset == 15
+    for _ in range(2):
+        before = calls["v15"]
+        with pytest.raises(RecordDeserializationError):
+            await asyncio.wait_for(consumer.getmany(timeout_ms=5000), WAIT)
+        assert calls["v15"] > before  # the record was given to the deserializer again
+    assert await consumer.position(TP) == 15
+    registry["down"] = False
+    assert await collect(consumer, 15) == list(range(15, 30))
+
+
 async def test_a_getone_reader_gets_every_record_before_a_deserializer_error(
     fake: FakeBroker, consumers: Any
 ) -> None:
@@ -377,6 +409,26 @@ async def test_a_broker_that_answers_empty_at_once_is_not_polled_in_a_loop(
     rates, cpu = await idle_rates(fake, ("Fetch",))
     assert rates["Fetch"] <= MAX_RATE, rates
     assert cpu < 0.25
+
+
+async def test_a_broker_that_answers_with_records_below_the_fetch_offset_is_not_polled_in_a_loop(
+    fake: FakeBroker, consumers: Any
+) -> None:
+    # Whatever the offset asked for, the broker sends offsets 0..9 again: no progress is
+    # possible, so the partition backs off as after an error (no hot loop, CPU idle).
+    stale = batch(0)
+    fake.handlers["Fetch"] = lambda b, r: fetch_partition_response(
+        r, lambda t, p: {"error_code": 0, "high_watermark": 20, "records": stale}
+    )
+    consumer = consumers(fake)
+    await consumer.start()
+    consumer.assign([TP])
+    consumer.seek(TP, 10)
+    rates, cpu = await idle_rates(fake, ("Fetch",))
+    assert rates["Fetch"] <= MAX_RATE, rates
+    assert cpu < 0.25, cpu
+    assert await consumer.getmany(timeout_ms=200) == {}  # nothing below 10 handed out
+    assert await consumer.position(TP) == 10
 
 
 async def test_no_fetch_version_in_common_is_raised(consumers: Any) -> None:

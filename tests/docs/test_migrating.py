@@ -53,3 +53,53 @@ def test_every_method_difference_is_documented(cls: str) -> None:
 def test_every_missing_top_level_name_is_documented() -> None:
     for name in set(aiokafka.__all__) - set(dir(rackafka)):
         assert f"``{name}``" in PAGE, name
+
+
+def _aiokafka_errors() -> dict[str, type]:
+    theirs = pytest.importorskip("aiokafka.errors", reason="aiokafka is the reference")
+    return {
+        n: c
+        for n, c in vars(theirs).items()
+        if not n.startswith("_") and inspect.isclass(c) and issubclass(c, BaseException)
+    }
+
+
+def test_every_exception_hierarchy_difference_is_documented() -> None:
+    # The page says the exceptions have aiokafka's base classes "with one added": every
+    # base class rackafka adds to an aiokafka exception is named on the page, with the
+    # exception, and none of aiokafka's is missing.
+    import rackafka.errors as ours
+
+    theirs = _aiokafka_errors()
+    for x, their_x in theirs.items():
+        for y, their_y in theirs.items():
+            mine = issubclass(getattr(ours, x), getattr(ours, y))
+            assert mine or not issubclass(their_x, their_y), f"{x} is no {y} here"
+            if mine and not issubclass(their_x, their_y):
+                assert f"``{x}``" in PAGE and f"``{y}``" in PAGE, (x, y)
+
+
+AIOKAFKA_PATHS = [
+    "aiokafka.coordinator.assignors.abstract",
+    "aiokafka.coordinator.assignors.roundrobin",
+    "aiokafka.coordinator.assignors.range",
+    "aiokafka.coordinator.assignors.sticky.sticky_assignor",
+    "aiokafka.coordinator.protocol",
+    "aiokafka.errors",
+    "aiokafka.structs",
+    "aiokafka.abc",
+    "aiokafka.helpers",
+    "aiokafka.consumer",
+    "aiokafka.producer",
+]
+
+
+@pytest.mark.parametrize("path", AIOKAFKA_PATHS)
+def test_aiokafkas_module_paths_exist_or_are_documented(path: str) -> None:
+    import importlib
+
+    ported = "rackafka" + path[len("aiokafka") :]
+    try:
+        importlib.import_module(ported)
+    except ImportError:
+        assert f"``{ported}``" in PAGE, ported

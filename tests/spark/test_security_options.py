@@ -117,9 +117,18 @@ def test_hostname_verification_can_be_turned_off_as_in_java(pki: dict[str, str])
 @pytest.mark.parametrize(
     ("extra", "names"),
     [
-        ({"kafka.ssl.truststore.type": "JKS"}, ("kafka.ssl.truststore.type", "PEM")),
-        ({"kafka.ssl.truststore.location": "/etc/kafka/truststore.jks"}, ("truststore",)),
-        ({"kafka.ssl.keystore.type": "PKCS12"}, ("kafka.ssl.keystore.type",)),
+        (
+            {"kafka.ssl.truststore.type": "JKS"},
+            ("kafka.ssl.truststore", "keytool -importkeystore", "-deststoretype PKCS12"),
+        ),
+        (
+            {"kafka.ssl.truststore.location": "/etc/kafka/truststore.jks"},
+            ("truststore", "keytool -importkeystore -srckeystore truststore.jks"),
+        ),
+        (
+            {"kafka.ssl.keystore.location": "/etc/kafka/client.keystore"},
+            ("kafka.ssl.keystore", "-destkeystore client.p12"),
+        ),
         ({"kafka.ssl.truststore.location": "/nonexistent/ca.pem"}, ("kafka.ssl.truststore",)),
         ({"kafka.ssl.endpoint.identification.algorithm": "ldap"}, ("identification",)),
         ({"kafka.security.protocol": "TLS"}, ("kafka.security.protocol",)),
@@ -276,3 +285,111 @@ def test_msk_iam_without_a_region_is_refused(monkeypatch: pytest.MonkeyPatch) ->
         "rackafka.aws.region",
         **{"kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "AWS_MSK_IAM"},
     )
+
+
+# -- PKCS12 stores (what Java users bring) ------------------------------------------------------
+
+
+def _pkcs12_stores(tmp: Path, ca_pem: bytes, cert_pem: bytes, key_pem: bytes) -> tuple[str, str]:
+    """A PKCS12 truststore (the CA) and keystore (key, certificate, chain), as keytool
+    makes them, protected by PASSWORD."""
+    serialization = pytest.importorskip(
+        "cryptography.hazmat.primitives.serialization", reason="cryptography reads PKCS12"
+    )
+    from cryptography import x509
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    ca = x509.load_pem_x509_certificate(ca_pem)
+    certs = x509.load_pem_x509_certificates(cert_pem)
+    key = serialization.load_pem_private_key(key_pem, None)
+    encryption = serialization.BestAvailableEncryption(PASSWORD.encode())
+    truststore = tmp / "truststore.p12"
+    truststore.write_bytes(
+        pkcs12.serialize_key_and_certificates(b"ca", None, None, [ca], encryption)
+    )
+    keystore = tmp / "client.keystore"  # (no telling suffix: the type option says it)
+    keystore.write_bytes(
+        pkcs12.serialize_key_and_certificates(b"client", key, certs[0], certs[1:], encryption)
+    )
+    return str(truststore), str(keystore)
+
+
+def test_pkcs12_stores_are_read(pki: dict[str, str], tmp_path: Path) -> None:
+    truststore, keystore = _pkcs12_stores(
+        tmp_path, pki["ca_pem"].encode(), pki["cert_pem"].encode(), pki["key_pem"].encode()
+    )
+    opts = parse(
+        **{
+            "kafka.security.protocol": "SSL",
+            "kafka.ssl.truststore.location": truststore,  # .p12: PKCS12 without a type
+            "kafka.ssl.truststore.password": PASSWORD,
+            "kafka.ssl.keystore.type": "PKCS12",
+            "kafka.ssl.keystore.location": keystore,
+            "kafka.ssl.keystore.password": PASSWORD,
+        }
+    )
+    settings = opts.security
+    assert PASSWORD not in repr(settings)
+    context = pickle.loads(pickle.dumps(settings)).consumer_kwargs()["ssl_context"]
+    (ca,) = context.get_ca_certs()  # the CA of the truststore, and only it
+    assert ca["subject"]
+
+
+def test_a_pkcs12_store_with_a_wrong_password_is_refused_without_showing_it(
+    pki: dict[str, str], tmp_path: Path
+) -> None:
+    _truststore, keystore = _pkcs12_stores(
+        tmp_path, pki["ca_pem"].encode(), pki["cert_pem"].encode(), pki["key_pem"].encode()
+    )
+    message = refused(
+        "kafka.ssl.keystore",
+        **{
+            "kafka.security.protocol": "SSL",
+            "kafka.ssl.keystore.type": "PKCS12",
+            "kafka.ssl.keystore.location": keystore,
+            "kafka.ssl.keystore.password": "not-" + PASSWORD,
+        },
+    )
+    assert "not-" + PASSWORD not in message
+
+
+async def test_pkcs12_stores_connect_with_mutual_tls(tmp_path: Path) -> None:
+    # The broker (the embedded cluster's TLS front) requires a client certificate: the
+    # consumer built from the PKCS12 stores reads.
+    from rackafka import AIOKafkaConsumer
+    from rackafka.testing import EmbeddedCluster
+
+    async with EmbeddedCluster(brokers=1, security_protocol="SSL", require_client_cert=True) as c:
+        c.create_topic("p12", partitions=1, replication_factor=1)
+        c.produce("p12", 5, value_size=10)
+        front = c.front
+        truststore, keystore = _pkcs12_stores(
+            tmp_path,
+            Path(front.ca_file).read_bytes(),
+            Path(front.client_cert_file).read_bytes(),
+            Path(front.client_key_file).read_bytes(),
+        )
+        opts = parse(
+            **{
+                "kafka.security.protocol": "SSL",
+                "kafka.ssl.truststore.type": "PKCS12",
+                "kafka.ssl.truststore.location": truststore,
+                "kafka.ssl.truststore.password": PASSWORD,
+                "kafka.ssl.keystore.type": "PKCS12",
+                "kafka.ssl.keystore.location": keystore,
+                "kafka.ssl.keystore.password": PASSWORD,
+                "kafka.ssl.endpoint.identification.algorithm": "",
+            }
+        )
+        kwargs = opts.security.consumer_kwargs()
+        consumer = AIOKafkaConsumer(
+            "p12", bootstrap_servers=c.bootstrap_servers, auto_offset_reset="earliest", **kwargs
+        )
+        await consumer.start()
+        try:
+            got = 0
+            while got < 5:
+                batch = await consumer.getmany(timeout_ms=1000)
+                got += sum(len(v) for v in batch.values())
+        finally:
+            await consumer.stop()

@@ -313,3 +313,54 @@ def test_serve_with_a_sasl_ssl_front(server_factory: type[Server]) -> None:
     consumer.close()
     assert got == 25
     assert server.ok("info") is not None
+
+
+def test_serve_with_the_rack_aware_replica_selector(server_factory: type[Server]) -> None:
+    """``serve --replica-selector rack-aware``: consumers in two racks at once each read
+    every partition from the replica in their own rack (the brokers name it per client)."""
+    import asyncio
+
+    from rackafka import AIOKafkaConsumer, TopicPartition
+
+    server = server_factory(
+        "--brokers", "3", "--racks", "az-a,az-b,az-c", "--topic", "sel:3:3",
+        "--messages", "300", "--replica-selector", "rack-aware", "--exit-on-eof",
+    )  # fmt: skip
+    while True:
+        line = server.readline()
+        assert line is not None and not line.startswith("ERR"), line
+        if line.startswith("BOOTSTRAP="):
+            bootstrap = line.split("=", 1)[1]
+            break
+
+    async def read_in(rack: str) -> tuple[int, int, int]:
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap, client_rack=rack, auto_offset_reset="earliest"
+        )
+        await consumer.start()
+        try:
+            consumer.assign([TopicPartition("sel", p) for p in range(3)])
+            got = 0
+            while got < 300:
+                batch = await asyncio.wait_for(consumer.getmany(timeout_ms=500), 60)
+                got += sum(len(v) for v in batch.values())
+            stats = consumer.fetch_stats()
+            return got, stats.same_rack_bytes, stats.cross_rack_bytes
+        finally:
+            await consumer.stop()
+
+    async def both() -> list[tuple[int, int, int]]:
+        return list(await asyncio.gather(read_in("az-a"), read_in("az-b")))
+
+    for got, same, cross in asyncio.run(both()):
+        assert got == 300
+        assert same > 0 and cross == 0, (same, cross)
+
+
+def test_serve_refuses_a_selector_with_an_emulated_rack(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        ["serve", "--brokers", "1", "--replica-selector", "rack-aware", "--emulate-rack", "az-a",
+         "--exit-on-eof"]
+    )  # fmt: skip
+    assert code == 1
+    assert "exclude each other" in capsys.readouterr().out

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from rackafka.doctor import EXIT_CODES, main, run_doctor
+from rackafka.doctor import EXIT_CODES, format_report, main, run_doctor
 from rackafka.testing import EmbeddedCluster, offline_zone_environ
 
 TOPIC = "doctored"
@@ -91,6 +91,26 @@ async def test_no_rack_found_exit_2(selecting: EmbeddedCluster, tmp_path: Path) 
     assert report.client_rack is None
     assert report.candidates == [{"value": "eu-west-9z", "source": "environment TOPOLOGY_ZONE"}]
     assert "eu-west-9z" in report.problems[0]["message"]
+
+
+async def test_a_given_rack_that_matches_no_broker_is_named(
+    selecting: EmbeddedCluster, tmp_path: Path
+) -> None:
+    report = await run_doctor(
+        selecting.bootstrap_servers,
+        [TOPIC],
+        client_rack="az-typo",
+        environ=offline_env(tmp_path),
+        sample_seconds=0,
+    )
+    assert report.exit_code == EXIT_CODES["no-rack"]
+    assert report.client_rack is None and report.requested_rack == "az-typo"
+    assert "'az-typo' matches no broker" in report.problems[0]["message"]
+    # Nothing counted as "in the rack" (not the brokers without one, as rack None would).
+    assert report.topics[TOPIC]["with_in_sync_replica_in_rack"] == 0
+    text = format_report(report)
+    assert "az-typo" in text.splitlines()[0]
+    assert "(none)" not in text and "None" not in text, text
 
 
 async def test_partitions_without_a_replica_in_the_rack_exit_4(

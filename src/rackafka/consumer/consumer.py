@@ -844,6 +844,8 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
         """
         group = self._group("commit()")
         group.raise_if_fenced()
+        if not group.in_listener():
+            group.raise_fatal()  # a fatal group error reaches commit() too
         if group.in_listener():
             # Inside on_partitions_revoked (also after unsubscribe()): the partitions
             # being given back are still this member's, as in Java.

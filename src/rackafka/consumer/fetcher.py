@@ -677,8 +677,12 @@ class Fetcher:
                     break
             if buf.failure is not None:
                 # Never skipped: the position stays at the failing batch or record and
-                # the error is raised on every poll until the user seeks past it.
-                self._fail(state, buf.failure, sticky=True)
+                # the error is raised on every poll until the user seeks past it. Bad
+                # record data stays bad (sticky: not fetched again); a deserializer's
+                # failure may be transient (a schema registry): as in Java, the record
+                # is fetched again and given to the deserializer on the next poll.
+                deserializer = isinstance(buf.failure, RecordDeserializationError)
+                self._fail(state, buf.failure, sticky=not deserializer)
                 buf.failure = None
                 state.position = position
                 state.fetch_position = position
@@ -905,7 +909,16 @@ class Fetcher:
                 else:
                     state.request_reset(self._subs.default_reset)
         except KafkaError as exc:
-            log.debug("committed offsets lookup failed: %s", exc)
+            if not _retriable(exc):
+                # GROUP_AUTHORIZATION_FAILED and the like: every poll raises it (the
+                # lookup is tried again after the backoff), never a silent stall.
+                log.error("committed offsets lookup failed: %s", exc)
+                for tp in tps:
+                    state = self._subs.state(tp)
+                    if state is not None and state.reset == COMMITTED:
+                        self._fail(state, exc)
+            else:
+                log.debug("committed offsets lookup failed: %s", exc)
             await asyncio.sleep(self._backoff)
         finally:
             self._lookup_done(_COMMITTED_LOOKUP, tps)
@@ -1410,6 +1423,21 @@ class Fetcher:
                         self._incomplete_batch(tp, state, node, sent_offset, records)
                         continue
                     self._incomplete.pop(tp, None)
+                    if end <= sent_offset:
+                        # Only records below the fetch offset (a broker that ignores it):
+                        # nothing to give, no progress. Asking again at once would spin:
+                        # back off as for an error, longer on each repeat.
+                        log.debug(
+                            "%s-%d: node %d answered a fetch at offset %d with records "
+                            "ending at %d only",
+                            tp.topic,
+                            tp.partition,
+                            node,
+                            sent_offset,
+                            end,
+                        )
+                        self._partition_backoff(tp, now)
+                        continue
                     self._tp_error_streak.pop(tp, None)
                     end, end_epoch = batch_end
                     if end > sent_offset:

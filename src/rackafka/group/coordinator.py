@@ -285,6 +285,10 @@ class GroupCoordinator:
             self._poll_timed_out = False
             self._wakeup.set()
         self.raise_if_fenced()
+        self.raise_fatal()
+
+    def raise_fatal(self) -> None:
+        """Raise (once) the error that stopped the membership's progress, if any."""
         if self._fatal is not None:
             error, self._fatal = self._fatal, None
             raise error
@@ -417,6 +421,15 @@ class GroupCoordinator:
                     self._fatal = exc
                     self._assigned_event.set()
                     await asyncio.sleep(max(self._backoff, 1.0))
+            except Exception as exc:
+                # Not a wire error: the assignor raised, or a member's subscription or
+                # the assignment could not be used. Never a silent stall: the next
+                # getmany()/getone()/commit() raises it, and the group is joined again.
+                log.error("group %s: rebalance failed: %r", self.group_id, exc)
+                self._fatal = exc
+                self._need_rejoin = True
+                self._assigned_event.set()
+                await asyncio.sleep(max(self._backoff, 1.0))
 
     async def _fenced_out(self, exc: FencedInstanceIdError) -> None:
         """Another member with this ``group_instance_id`` took the place: lose the
@@ -734,7 +747,15 @@ class GroupCoordinator:
         members = []
         all_topics: set[str] = set()
         for m in join.members:
-            sub = decode_subscription(m.metadata)
+            try:
+                sub = decode_subscription(m.metadata)
+            except KafkaError as exc:
+                # Retrying cannot help (the member sends the same bytes): fatal, raised
+                # to the application (a protocol error would be retried silently).
+                raise IllegalStateError(
+                    f"group {self.group_id}: the subscription of member {m.member_id!r} "
+                    f"cannot be decoded: {exc}"
+                ) from exc
             owned = [TopicPartition(o.topic, p) for o in sub.owned_partitions for p in o.partitions]
             members.append(
                 MemberSubscription(
@@ -797,7 +818,13 @@ class GroupCoordinator:
             self._check(resp.error_code, "SyncGroup")
             assigned: set[TopicPartition] = set()
             if resp.assignment:
-                value = decode_assignment(resp.assignment)
+                try:
+                    value = decode_assignment(resp.assignment)
+                except KafkaError as exc:
+                    raise IllegalStateError(
+                        f"group {self.group_id}: the assignment sent by the group leader "
+                        f"cannot be decoded: {exc}"
+                    ) from exc
                 assigned = {
                     TopicPartition(a.topic, p)
                     for a in value.assigned_partitions

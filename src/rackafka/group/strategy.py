@@ -26,10 +26,11 @@ def resolve_assignors(strategy: Any) -> list[Any]:
 
     Accepts, alone or in a list/tuple in order of preference: an assignor name
     (``"roundrobin"``, ``"range"``, ``"sticky"``, ``"cooperative-sticky"``), a
-    rackafka assignor class or instance, or an aiokafka assignor class (it is
+    rackafka assignor class or instance, an aiokafka assignor class (it is
     replaced by rackafka's assignor of the same name, which speaks the same
-    protocol and is rack-aware where Kafka's is).  Default: round robin, as
-    in aiokafka.
+    protocol and is rack-aware where Kafka's is), or a custom assignor written for
+    aiokafka (an ``AbstractPartitionAssignor`` subclass, run as aiokafka runs it).
+    Default: round robin, as in aiokafka.
 
     Raises:
         KafkaConfigurationError: an entry is none of these (the message names
@@ -37,6 +38,8 @@ def resolve_assignors(strategy: Any) -> list[Any]:
     """
     if strategy is None:
         return [_by_name("roundrobin")]
+    from rackafka.coordinator.assignors.abstract import adapt_assignor
+
     items = list(strategy) if isinstance(strategy, (list, tuple)) else [strategy]
     if not items:
         raise KafkaConfigurationError("partition_assignment_strategy is empty")
@@ -51,6 +54,8 @@ def resolve_assignors(strategy: Any) -> list[Any]:
                     f"use one of {', '.join(KNOWN)}"
                 )
             out.append(_by_name(str(name)))
+        elif (adapted := adapt_assignor(item)) is not None:
+            out.append(adapted)  # a custom assignor written for aiokafka
         elif isinstance(item, type) and callable(getattr(item, "assign", None)) and name:
             out.append(item())
         elif callable(getattr(item, "assign", None)) and name:

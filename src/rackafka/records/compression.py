@@ -202,18 +202,34 @@ def _lz4_content_size(data: bytes) -> int | None:
     return int.from_bytes(data[6:14], "little")
 
 
+#: Output step of the streaming gzip decompression: at most this much past the limit is
+#: ever held before a compression bomb is refused.
+_GZIP_CHUNK = 1024 * 1024
+
+
 def _gzip_decompress(data: bytes, max_size: int) -> bytes:
     # A gzip stream may hold several members.  Like Java's GZIPInputStream, bytes after a
-    # member that do not start another member are ignored.
-    parts = []
-    left = max_size
+    # member that do not start another member are ignored.  The output is produced in
+    # chunks (zlib's one-shot output buffer would be copied once more at the end), and the
+    # inflation stops as soon as the total passes ``max_size``.
+    parts: list[bytes] = []
+    total = 0
     while True:
         d = zlib.decompressobj(31)
-        part = d.decompress(data, left + 1)
-        if len(part) > left:
-            raise _too_large(max_size)
-        left -= len(part)
-        parts.append(part)
+        pending = data
+        while True:
+            chunk = d.decompress(pending, _GZIP_CHUNK)
+            pending = d.unconsumed_tail
+            if chunk:
+                total += len(chunk)
+                if total > max_size:
+                    parts.clear()
+                    raise _too_large(max_size)
+                parts.append(chunk)
+            elif not pending:
+                break  # no input left and no output: the member ended or is truncated
+            if d.eof:
+                break
         if not d.eof:
             raise CorruptRecordException("invalid gzip compressed data (truncated stream)")
         data = d.unused_data

@@ -1,16 +1,18 @@
 """The security options of the Spark source (``kafka.security.protocol``, ``kafka.ssl.*``,
 ``kafka.sasl.*``) mapped to what the Python consumer uses.
 
-Java key stores (JKS, PKCS12) cannot be read from Python: stores must be PEM, as Kafka
-itself allows (KIP-651).  :class:`SecuritySettings` is plain picklable data that executors
-turn into consumer arguments; its ``repr`` and every message hide passwords, keys and
-tokens.
+Stores are read as PEM (Kafka's KIP-651) or PKCS12 (``kafka.ssl.*.type=PKCS12``, read with
+the ``cryptography`` package); a JKS store is refused with the ``keytool`` command that
+converts it to PKCS12.  :class:`SecuritySettings` is plain picklable data that executors
+turn into consumer arguments (stores are read on the process that connects, as Java reads
+them); its ``repr`` and every message hide passwords, keys and tokens.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import secrets
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -113,6 +115,10 @@ class SecuritySettings:
     cert_pem: str | None = None
     key_pem: str | None = field(default=None, compare=False)
     key_password: str | None = field(default=None, compare=False)
+    #: ``ca_file`` / ``cert_file`` are PKCS12 stores (else PEM files).
+    ca_pkcs12: bool = False
+    cert_pkcs12: bool = False
+    truststore_password: str | None = field(default=None, compare=False)
     check_hostname: bool = True
     sasl_mechanism: str | None = None
     username: str | None = None
@@ -125,7 +131,7 @@ class SecuritySettings:
     aws_role_session_name: str | None = None
 
     def __repr__(self) -> str:
-        hidden = {"key_pem", "key_password", "password"}
+        hidden = {"key_pem", "key_password", "password", "truststore_password"}
         shown = []
         for f in fields(self):
             value = getattr(self, f.name)
@@ -168,7 +174,16 @@ class SecuritySettings:
         from rackafka.helpers import create_ssl_context
 
         try:
-            context = create_ssl_context(cafile=self.ca_file, cadata=self.ca_pem)
+            if self.ca_pkcs12 and self.ca_file:
+                cas = _pkcs12(self.ca_file, self.truststore_password, "truststore")[2]
+                if not cas:
+                    raise _error(
+                        "option kafka.ssl.truststore.location: the PKCS12 store holds no "
+                        "certificate"
+                    )
+                context = create_ssl_context(cadata="".join(cas) + (self.ca_pem or ""))
+            else:
+                context = create_ssl_context(cafile=self.ca_file, cadata=self.ca_pem)
         except (OSError, ssl.SSLError) as exc:
             raise _error(
                 "option kafka.ssl.truststore.*: cannot load the CA certificates "
@@ -177,7 +192,17 @@ class SecuritySettings:
         context.check_hostname = self.check_hostname
         if self.cert_file or self.cert_pem:
             try:
-                if self.cert_file:
+                if self.cert_file and self.cert_pkcs12:
+                    key, cert, chain = _pkcs12(self.cert_file, self.key_password, "keystore")
+                    if key is None or cert is None:
+                        raise _error(
+                            "option kafka.ssl.keystore.location: the PKCS12 store holds no "
+                            "private key with its certificate"
+                        )
+                    # The key goes to the temporary file encrypted with a one-time password.
+                    one_time = secrets.token_urlsafe(24)
+                    _load_pem_chain(context, cert + "".join(chain), key(one_time), one_time)
+                elif self.cert_file:
                     context.load_cert_chain(self.cert_file, None, self.key_password)
                 else:
                     _load_pem_chain(context, self.cert_pem or "", self.key_pem, self.key_password)
@@ -202,20 +227,78 @@ def _load_pem_chain(context: Any, cert_pem: str, key_pem: str | None, password: 
         context.load_cert_chain(path, None, password)
 
 
-def _pem_only(opts: Mapping[str, str], store: str) -> None:
+def _pkcs12(path: str, password: str | None, store: str) -> tuple[Any, str | None, list[str]]:
+    """Read a PKCS12 store: ``(key, certificate, other certificates)``, the certificates
+    as PEM text and ``key`` as ``key(password) -> encrypted PEM`` (or ``None``).
+
+    Raises:
+        InvalidOptionError: ``cryptography`` is missing, or the store cannot be read
+            (a wrong password or not PKCS12; never shown).
+    """
+    try:
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.serialization import pkcs12
+    except ImportError:
+        raise _error(
+            f"option kafka.ssl.{store}.type=PKCS12 needs the cryptography package "
+            "(pip install 'rackafka[spark]')"
+        ) from None
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        key, cert, extra = pkcs12.load_key_and_certificates(
+            data, password.encode() if password else None
+        )
+    except (ValueError, TypeError):
+        raise _error(
+            f"option kafka.ssl.{store}.location: cannot read the PKCS12 store (is "
+            f"kafka.ssl.{store}.password right?)"
+        ) from None
+    pem = serialization.Encoding.PEM
+
+    def encrypted_key(one_time: str) -> str:
+        assert key is not None
+        return key.private_bytes(
+            pem,
+            serialization.PrivateFormat.PKCS8,
+            serialization.BestAvailableEncryption(one_time.encode()),
+        ).decode()
+
+    return (
+        encrypted_key if key is not None else None,
+        cert.public_bytes(pem).decode() if cert is not None else None,
+        [c.public_bytes(pem).decode() for c in extra or ()],
+    )
+
+
+_JKS_SUFFIXES = (".jks", ".keystore", ".truststore")
+
+
+def _store_type(opts: Mapping[str, str], store: str) -> str:
+    """``"PEM"`` or ``"PKCS12"``: the type of the ``store`` (truststore or keystore).
+
+    Raises:
+        InvalidOptionError: a JKS (or unknown) store, naming the command that converts it.
+    """
     location = opts.get(f"kafka.ssl.{store}.location", "").strip()
     kind = opts.get(f"kafka.ssl.{store}.type", "").strip().upper()
-    if kind and kind != "PEM":
-        raise _error(
-            f"option kafka.ssl.{store}.type={kind}: only PEM stores can be read from Python; "
-            "convert the store (keytool -exportcert -rfc, or openssl pkcs12 -nodes) and set "
-            f"kafka.ssl.{store}.type=PEM"
-        )
-    if location.lower().endswith((".jks", ".p12", ".pfx", ".keystore", ".truststore")):
-        raise _error(
-            f"option kafka.ssl.{store}.location names a Java key store; give a PEM file "
-            f"instead (and kafka.ssl.{store}.type=PEM)"
-        )
+    if not kind:
+        if location.lower().endswith((".p12", ".pfx")):
+            kind = "PKCS12"
+        elif location.lower().endswith(_JKS_SUFFIXES):
+            kind = "JKS"
+        else:
+            kind = "PEM"
+    if kind in ("PEM", "PKCS12"):
+        return kind
+    name = os.path.basename(location) or f"{store}.jks"
+    stem = name.rsplit(".", 1)[0]
+    raise _error(
+        f"option kafka.ssl.{store}: a {kind} store cannot be read from Python; convert it "
+        f"to PKCS12 (keytool -importkeystore -srckeystore {name} -destkeystore {stem}.p12 "
+        f"-deststoretype PKCS12) and set kafka.ssl.{store}.type=PKCS12, or give PEM "
+        f"(kafka.ssl.{store}.type=PEM)"
+    )
 
 
 def parse_security(opts: Mapping[str, str], bootstrap_servers: str) -> SecuritySettings | None:
@@ -235,8 +318,8 @@ def parse_security(opts: Mapping[str, str], bootstrap_servers: str) -> SecurityS
             "option kafka.security.protocol must be PLAINTEXT, SSL, SASL_PLAINTEXT or "
             f"SASL_SSL, not {opts['kafka.security.protocol']!r}"
         )
-    _pem_only(opts, "truststore")
-    _pem_only(opts, "keystore")
+    truststore_type = _store_type(opts, "truststore")
+    keystore_type = _store_type(opts, "keystore")
     algorithm = opts.get("kafka.ssl.endpoint.identification.algorithm", "https").strip().lower()
     if algorithm not in ("https", ""):
         raise _error(
@@ -254,6 +337,11 @@ def parse_security(opts: Mapping[str, str], bootstrap_servers: str) -> SecurityS
     key_password = (
         opts.get("kafka.ssl.key.password") or opts.get("kafka.ssl.keystore.password") or None
     )
+    if keystore_type == "PKCS12":
+        # One password opens a PKCS12 store and its key (keytool gives both the same).
+        key_password = (
+            opts.get("kafka.ssl.keystore.password") or opts.get("kafka.ssl.key.password") or None
+        )
     settings: dict[str, Any] = {
         "security_protocol": protocol,
         "ca_file": opts.get("kafka.ssl.truststore.location", "").strip() or None,
@@ -262,6 +350,9 @@ def parse_security(opts: Mapping[str, str], bootstrap_servers: str) -> SecurityS
         "cert_pem": cert_pem,
         "key_pem": key_pem,
         "key_password": key_password,
+        "ca_pkcs12": truststore_type == "PKCS12",
+        "cert_pkcs12": keystore_type == "PKCS12",
+        "truststore_password": opts.get("kafka.ssl.truststore.password") or None,
         "check_hostname": algorithm == "https",
         "aws_region": opts.get("rackafka.aws.region", "").strip() or None,
     }

@@ -597,6 +597,12 @@ def serve(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
                     "session_lifetime_ms": args.session_lifetime_ms,
                     "require_client_cert": args.require_client_cert,
                 }
+            selector = getattr(args, "replica_selector", None)
+            if selector is not None and args.emulate_rack:
+                raise ValueError(
+                    "--replica-selector and --emulate-rack exclude each other: the selector "
+                    "already answers each client for its own rack"
+                )
             cluster = _make_cluster(args, racks, security)
             cluster.start()
             heartbeat = getattr(args, "consumer_group_heartbeat_interval_ms", None)
