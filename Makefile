@@ -25,8 +25,12 @@ typecheck: venv
 docs: venv
 	$(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
 
+# pytest-xdist: most tests wait on timers and loopback round trips, so more workers than
+# cores pay off; tests sharing a heavy session resource (Spark, real Kafka) keep to one
+# worker each (xdist groups, see tests/conftest.py).  PYTEST_WORKERS=0: one process.
+PYTEST_WORKERS ?= 4
 unit: venv
-	$(BIN)/pytest -q $(PYTEST_ARGS)
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 test: lint typecheck docs unit
 
