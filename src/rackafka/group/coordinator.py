@@ -274,7 +274,8 @@ class GroupCoordinator:
             raise error
 
     async def wait_for_listener(self, timeout: float | None) -> bool:
-        """Wait while a rebalance listener runs: no records are handed out meanwhile.
+        """Wait while partitions are revoked or a rebalance listener runs: no records are
+        handed out meanwhile.
 
         Returns:
             False if the listener still runs after ``timeout`` seconds.
@@ -789,17 +790,25 @@ class GroupCoordinator:
         self._on_assignment(assigned, added)
 
     async def _revoke(self, revoked: set[TopicPartition]) -> None:
-        if self._auto_commit and self.state.generation_id >= 0:
-            try:
-                await self.commit_positions(revoked)
-            except (CommitFailedError, KafkaError) as exc:
-                log.warning("group %s: commit on revoke failed: %s", self.group_id, exc)
-        listener = self._listener()
-        if listener is not None:
-            await self._call_listener(listener.on_partitions_revoked, set(revoked))
-        remaining = self._subs.assigned() - revoked
-        self._assign(remaining, set())
-        self._assigned_event.clear()
+        # No record is handed out from here until the partitions are gone: a getmany()
+        # running beside the commit would move positions past the offsets committed, and
+        # the next owner would read those records again (the Java consumer revokes inside
+        # poll(), so nothing is returned meanwhile there either).
+        self._listener_idle.clear()
+        try:
+            if self._auto_commit and self.state.generation_id >= 0:
+                try:
+                    await self.commit_positions(revoked)
+                except (CommitFailedError, KafkaError) as exc:
+                    log.warning("group %s: commit on revoke failed: %s", self.group_id, exc)
+            listener = self._listener()
+            if listener is not None:
+                await _call(listener.on_partitions_revoked, set(revoked))
+            remaining = self._subs.assigned() - revoked
+            self._assign(remaining, set())
+            self._assigned_event.clear()
+        finally:
+            self._listener_idle.set()
 
     def _on_metadata(self, cluster: ClusterMetadata) -> None:
         if self._need_rejoin or self.state.generation_id < 0:
