@@ -33,8 +33,12 @@ kafka-jars: venv
 	$(BIN)/python -m rackafka.testing kafka-jars || { [ -z "$$RACKAFKA_REQUIRE_KAFKA" ] && \
 		echo "warning: no Kafka jars: the real-Kafka tests (tests/kafka) will skip" >&2; }
 
+# pytest-xdist: most tests wait on timers and loopback round trips, so more workers than
+# cores pay off; tests sharing a heavy session resource (Spark, real Kafka) keep to one
+# worker each (xdist groups, see tests/conftest.py).  PYTEST_WORKERS=0: one process.
+PYTEST_WORKERS ?= 4
 unit: venv
-	$(BIN)/pytest -q $(PYTEST_ARGS)
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 test: lint typecheck docs kafka-jars unit
 

@@ -1,3 +1,53 @@
-"""Test configuration: the embedded cluster fixtures come from our own pytest plugin."""
+"""Test configuration: the embedded cluster fixtures come from our own pytest plugin.
+
+``make test`` runs the suite in parallel with pytest-xdist (``--dist loadgroup``): each test
+goes to whichever worker is free, except the tests of a directory whose tests share a heavy
+session-scoped resource, which all run on one worker (one group of ``XDIST_GROUPS``):
+
+- ``tests/spark/``: a local SparkSession per worker that runs one, a Spark standalone
+  cluster, Spark executors in two racks. Spark's JVMs take most of the CPU they run on, and
+  Spark gives a Python worker 10 s to connect back, which a starved CPU can miss;
+- ``tests/kafka/``: one real Kafka cluster (JVM brokers) for the whole run.
+
+The groups are made here, by path, in the scheduler: pytest-xdist's own ``xdist_group``
+mark renames the tests' node ids, which pytest 9.2 no longer lets it do (the mark is then
+silently ignored); a group by path also covers every test a directory will ever hold.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
 
 pytest_plugins = ["rackafka.testing.pytest_plugin"]
+
+#: Node id prefix -> xdist group: the tests of each run on a single worker.
+XDIST_GROUPS = {
+    "tests/spark/": "spark",
+    "tests/kafka/": "kafka",
+}
+
+
+def xdist_group_of(nodeid: str) -> str | None:
+    """The group a test must run in (by its node id), or None when any worker may take it."""
+    for prefix, group in XDIST_GROUPS.items():
+        if nodeid.startswith(prefix):
+            return group
+    return None
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` with the groups of ``XDIST_GROUPS`` (and ``xdist_group`` marks
+    where pytest-xdist can still apply them)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class DirectoryGroups(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            group = xdist_group_of(nodeid)
+            return f"group:{group}" if group else super()._split_scope(nodeid)
+
+    return DirectoryGroups(config, log)

@@ -525,6 +525,64 @@ async def test_cooperative_revokes_only_what_moves(embedded_cluster: EmbeddedClu
     assert added.start >= revoked.end
 
 
+async def test_nothing_is_handed_out_of_partitions_being_revoked(
+    embedded_cluster: EmbeddedCluster,
+) -> None:
+    """A getmany() running beside a rebalance gets no record while the partitions given
+    up are committed (auto commit): the next owner starts where that commit says, so no
+    record is read twice. A slow OffsetCommit keeps the window open for a second; small
+    fetches make the member read both partitions before one of them moves.
+
+    Cooperative only: with an eager assignor the mock coordinator refuses the commit of
+    the member that rejoins (CommitFailedError), so the moved records are read again
+    whatever the client does."""
+    c = embedded_cluster
+    c.create_topic("rv", partitions=2, replication_factor=3)
+    total = 6000
+    await c.aproduce("rv", total, value_size=10, partition="spread", batch_size=500)
+    c.set_coordinator("group", "g-rv", 1)
+    kw: dict[str, Any] = {
+        "partition_assignment_strategy": "cooperative-sticky",
+        "max_partition_fetch_bytes": 1024,
+    }
+    a, b = group_consumer(c, "g-rv", **kw), group_consumer(c, "g-rv", **kw)
+    seen: dict[str, list[tuple[int, int]]] = {"a": [], "b": []}
+    pause = {"a": 0.01, "b": 0.0}  # a reads slowly until b is in
+    stop = asyncio.Event()
+
+    async def drain(name: str, consumer: AIOKafkaConsumer) -> None:
+        while not stop.is_set():
+            batch = await consumer.getmany(timeout_ms=50, max_records=5)
+            for tp, records in batch.items():
+                seen[name].extend((tp.partition, r.offset) for r in records)
+            await asyncio.sleep(pause[name])
+
+    def union() -> set[tuple[int, int]]:
+        return set(seen["a"]) | set(seen["b"])
+
+    tasks: list[asyncio.Future[None]] = []
+    try:
+        a.subscribe(["rv"])
+        await a.start()
+        tasks.append(asyncio.ensure_future(drain("a", a)))
+        await wait_until(lambda: len(seen["a"]) >= 100, 15, "a reading")
+        c.push_broker_request_errors(1, "OffsetCommit", (0, 1000), (0, 1000))
+        b.subscribe(["rv"])
+        await b.start()
+        tasks.append(asyncio.ensure_future(drain("b", b)))
+        await wait_until(lambda: bool(a.assignment()) and bool(b.assignment()), 20, "sharing")
+        pause["a"] = 0.0
+        await wait_until(lambda: len(union()) >= total, 60, "every record")
+    finally:
+        stop.set()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(a.stop(), b.stop())
+    assert len(union()) == total
+    assert seen["b"], "b read nothing: the rebalance was not exercised"
+    twice = len(seen["a"]) + len(seen["b"]) - total
+    assert twice == 0, f"{twice} records read twice"
+
+
 # -- 2. auto commit ----------------------------------------------------------------------
 
 

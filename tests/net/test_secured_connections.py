@@ -29,6 +29,8 @@ from rackafka.errors import (
     UnsupportedSaslMechanismError,
 )
 from rackafka.helpers import create_ssl_context
+from rackafka.net.connection import Connection
+from rackafka.net.security import SecurityConfig
 from rackafka.records import encode_batch
 from rackafka.testing.fake_broker import FakeBroker, FakeRequest
 
@@ -397,6 +399,55 @@ async def test_a_broker_that_hangs_up_after_the_tls_handshake_is_a_tls_refusal(
             await consumer.start()
     finally:
         await consumer.stop()
+        server.close()
+        await server.wait_closed()
+
+
+@pytest.mark.parametrize("how", ["close", "reset"])
+async def test_a_hang_up_before_the_connection_is_set_up_is_seen_at_once(
+    pki: dict[str, Any], how: str
+) -> None:
+    """The broker hangs up right after the TLS handshake, and the stream sees it before the
+    connection has put its own protocol on the stream (a busy event loop, or a broker quick
+    to refuse a missing client certificate): the connection is refused at once, as a TLS
+    refusal, not after the request timeout."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if how == "reset":
+            sock = writer.get_extra_info("socket")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            writer.transport.abort()
+        else:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=pki["server"])
+    port = server.sockets[0].getsockname()[1]
+    security = SecurityConfig.create(
+        security_protocol="SSL", ssl_context=create_ssl_context(cafile=pki["ca"])
+    )
+    tls = security.connector()
+
+    async def late_connector(host: str, port: int) -> Any:
+        streams = await tls(host, port)
+        reader = streams[0]
+        for _ in range(200):  # until the stream has seen the hang-up
+            if reader.at_eof() or reader.exception() is not None:
+                break
+            await asyncio.sleep(0.01)
+        return streams
+
+    started = time.monotonic()
+    try:
+        with pytest.raises(SslAuthenticationError, match="client certificate"):
+            await Connection.open(
+                "127.0.0.1",
+                port,
+                connector=late_connector,
+                security=security,
+                request_timeout_ms=30_000,
+            )
+        assert time.monotonic() - started < 10  # not the 30 s request timeout
+    finally:
         server.close()
         await server.wait_closed()
 

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from ._jvm import TEST_JVM_OPTIONS
+
 SPARK_RACK = "az-b"
 
 
@@ -56,6 +58,7 @@ def spark() -> Iterator[Any]:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.executorEnv.RACKAFKA_CLIENT_RACK", SPARK_RACK)
         .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
+        .config("spark.driver.extraJavaOptions", TEST_JVM_OPTIONS)
         .getOrCreate()
     )
     # The JVM (and so the Python workers it starts) has its copy of the environment now;

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from ._jvm import jvm_test_env
 from .test_standalone import _why_not
 
 pytestmark = pytest.mark.spark
@@ -71,7 +72,7 @@ def test_batch_and_streaming_on_two_racks_of_executors(tmp_path: Path) -> None:
     reason = _why_not()
     if reason:
         pytest.skip(reason)
-    env = {k: v for k, v in os.environ.items() if k != "RACKAFKA_CLIENT_RACK"}
+    env = jvm_test_env({k: v for k, v in os.environ.items() if k != "RACKAFKA_CLIENT_RACK"})
     done = subprocess.run(
         [sys.executable, str(JOB), str(tmp_path)],
         capture_output=True,

@@ -21,6 +21,8 @@ import pytest
 
 from rackafka.testing import SparkStandaloneCluster, SparkUnavailableError
 
+from ._jvm import jvm_test_env
+
 pytestmark = pytest.mark.spark
 
 PIPELINE = Path(__file__).resolve().parents[2] / "examples" / "pipeline.py"
@@ -43,7 +45,7 @@ def test_pipeline_on_a_standalone_cluster_reads_each_rack_from_its_own_executor(
     reason = _why_not()
     if reason:
         pytest.skip(reason)
-    env = {k: v for k, v in os.environ.items() if k != "RACKAFKA_CLIENT_RACK"}
+    env = jvm_test_env({k: v for k, v in os.environ.items() if k != "RACKAFKA_CLIENT_RACK"})
     done = subprocess.run(
         [sys.executable, str(PIPELINE), *PIPELINE_ARGS, "--out", str(tmp_path)],
         capture_output=True,

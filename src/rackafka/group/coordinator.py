@@ -294,7 +294,8 @@ class GroupCoordinator:
             raise error
 
     async def wait_for_listener(self, timeout: float | None) -> bool:
-        """Wait while a rebalance listener runs: no records are handed out meanwhile.
+        """Wait while partitions are revoked or a rebalance listener runs: no records are
+        handed out meanwhile.
 
         Returns:
             False if the listener still runs after ``timeout`` seconds.
@@ -868,23 +869,29 @@ class GroupCoordinator:
 
     async def _revoke(self, revoked: set[TopicPartition]) -> None:
         # From here on no record of these partitions reaches the application (as the
-        # Java consumer's pending revocation): the position committed below is the last
-        # one handed out, and the next owner starts right after it.
+        # Java consumer's pending revocation, and nothing at all while the commit runs: a
+        # getmany() beside it would move positions past the offsets committed): the
+        # position committed below is the last one handed out, and the next owner starts
+        # right after it.
         for tp in revoked:
             state = self._subs.state(tp)
             if state is not None:
                 state.pending_revocation = True
-        if self._auto_commit and self.state.generation_id >= 0:
-            try:
-                await self.commit_positions(revoked)
-            except (CommitFailedError, KafkaError) as exc:
-                log.warning("group %s: commit on revoke failed: %s", self.group_id, exc)
-        listener = self._listener()
-        if listener is not None:
-            await self._call_listener(listener.on_partitions_revoked, set(revoked))
-        remaining = self._subs.assigned() - revoked
-        self._assign(remaining, set())
-        self._assigned_event.clear()
+        self._listener_idle.clear()
+        try:
+            if self._auto_commit and self.state.generation_id >= 0:
+                try:
+                    await self.commit_positions(revoked)
+                except (CommitFailedError, KafkaError) as exc:
+                    log.warning("group %s: commit on revoke failed: %s", self.group_id, exc)
+            listener = self._listener()
+            if listener is not None:
+                await _call(listener.on_partitions_revoked, set(revoked))
+            remaining = self._subs.assigned() - revoked
+            self._assign(remaining, set())
+            self._assigned_event.clear()
+        finally:
+            self._listener_idle.set()
 
     def _on_metadata(self, cluster: ClusterMetadata) -> None:
         if self._need_rejoin or self.state.generation_id < 0:

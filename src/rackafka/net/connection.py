@@ -109,6 +109,12 @@ class Connection:
         transport = writer.transport
         self._protocol = _FrameProtocol(self, transport.get_protocol())
         transport.set_protocol(self._protocol)
+        # The stream may have seen its end before its protocol was replaced (a broker that
+        # refuses a TLS client certificate closes right after the handshake): that news
+        # would never reach this connection, whose first request would then wait for its
+        # whole timeout.
+        if reader.exception() is not None or reader.at_eof() or transport.is_closing():
+            self._lost(reader.exception())
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -165,6 +171,8 @@ class Connection:
             request_timeout_ms=request_timeout_ms,
             security=security,
         )
+        if conn._closed is not None:  # closed by the broker before it was set up
+            raise conn._closed
         if negotiate:
             try:
                 await conn.negotiate_versions(client_software_version)
