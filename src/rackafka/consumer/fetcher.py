@@ -1423,6 +1423,7 @@ class Fetcher:
                         self._incomplete_batch(tp, state, node, sent_offset, records)
                         continue
                     self._incomplete.pop(tp, None)
+                    end, end_epoch = batch_end
                     if end <= sent_offset:
                         # Only records below the fetch offset (a broker that ignores it):
                         # nothing to give, no progress. Asking again at once would spin:
@@ -1439,7 +1440,6 @@ class Fetcher:
                         self._partition_backoff(tp, now)
                         continue
                     self._tp_error_streak.pop(tp, None)
-                    end, end_epoch = batch_end
                     if end > sent_offset:
                         state.fetch_position = end
                         state.fetch_epoch = end_epoch
