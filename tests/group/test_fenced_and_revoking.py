@@ -48,7 +48,7 @@ async def test_fenced_static_member_stops_and_raises(embedded_cluster) -> None:
         group_id="g-fenced",
         group_instance_id="instance-1",
         heartbeat_interval_ms=100,
-        session_timeout_ms=6000,
+        session_timeout_ms=3000,
         auto_offset_reset="earliest",
     )
     a.subscribe(["fenced"], listener=listener)
@@ -86,7 +86,7 @@ async def test_no_record_of_a_partition_being_revoked_is_handed_out(embedded_clu
         group_id="g-revoking",
         partition_assignment_strategy="cooperative-sticky",
         heartbeat_interval_ms=100,
-        session_timeout_ms=6000,
+        session_timeout_ms=3000,
         auto_offset_reset="earliest",
     )
     a.subscribe(["revoking"])
@@ -121,7 +121,7 @@ async def test_no_record_of_a_partition_being_revoked_is_handed_out(embedded_clu
             group_id="g-revoking",
             partition_assignment_strategy="cooperative-sticky",
             heartbeat_interval_ms=100,
-            session_timeout_ms=6000,
+            session_timeout_ms=3000,
             auto_offset_reset="earliest",
         )
         b.subscribe(["revoking"])
