@@ -869,29 +869,24 @@ class GroupCoordinator:
 
     async def _revoke(self, revoked: set[TopicPartition]) -> None:
         # From here on no record of these partitions reaches the application (as the
-        # Java consumer's pending revocation, and nothing at all while the commit runs: a
-        # getmany() beside it would move positions past the offsets committed): the
-        # position committed below is the last one handed out, and the next owner starts
-        # right after it.
+        # Java consumer's pending revocation): a getmany() running beside the commit
+        # below cannot move their positions past the offsets committed, so the next
+        # owner starts right after the last record handed out.
         for tp in revoked:
             state = self._subs.state(tp)
             if state is not None:
                 state.pending_revocation = True
-        self._listener_idle.clear()
-        try:
-            if self._auto_commit and self.state.generation_id >= 0:
-                try:
-                    await self.commit_positions(revoked)
-                except (CommitFailedError, KafkaError) as exc:
-                    log.warning("group %s: commit on revoke failed: %s", self.group_id, exc)
-            listener = self._listener()
-            if listener is not None:
-                await _call(listener.on_partitions_revoked, set(revoked))
-            remaining = self._subs.assigned() - revoked
-            self._assign(remaining, set())
-            self._assigned_event.clear()
-        finally:
-            self._listener_idle.set()
+        if self._auto_commit and self.state.generation_id >= 0:
+            try:
+                await self.commit_positions(revoked)
+            except (CommitFailedError, KafkaError) as exc:
+                log.warning("group %s: commit on revoke failed: %s", self.group_id, exc)
+        listener = self._listener()
+        if listener is not None:
+            await self._call_listener(listener.on_partitions_revoked, set(revoked))
+        remaining = self._subs.assigned() - revoked
+        self._assign(remaining, set())
+        self._assigned_event.clear()
 
     def _on_metadata(self, cluster: ClusterMetadata) -> None:
         if self._need_rejoin or self.state.generation_id < 0:
