@@ -15,7 +15,8 @@ async def test_static_member_restart_without_rebalance(kafka_cluster) -> None:
     if isinstance(kafka_cluster, EmbeddedCluster):
         pytest.skip(
             "librdkafka's mock group coordinator rebalances on every JoinGroup: it does not "
-            "implement static membership (KIP-345); run with --kafka=compose against real Kafka"
+            "implement static membership (KIP-345); run with --kafka=real (or compose) against "
+            "real Kafka"
         )
     c = kafka_cluster
     c.create_topic("static", partitions=4, replication_factor=3)

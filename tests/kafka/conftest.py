@@ -1,11 +1,12 @@
 """The real-Kafka tier: one Apache Kafka cluster per test run, for the tests in tests/kafka.
 
 The ``kafka`` fixture starts three KRaft brokers (ids 1, 2, 3 in racks az-a, az-b, az-c,
-Kafka's ``RackAwareReplicaSelector``) once per session, with a PLAINTEXT listener
-(``kafka.bootstrap_servers``) and a SASL_SSL listener (``kafka.front``: SCRAM-SHA-256/512
-and PLAIN users :data:`USERS`, OAUTHBEARER with Kafka's unsecured tokens, sessions of
-:data:`SESSION_LIFETIME_MS` for KIP-368). Tests must leave it as they found it: every broker
-up (the ``all_brokers_up`` fixture restarts any a test stopped).
+Kafka's ``RackAwareReplicaSelector``) once per test run (stopped after the last test of
+this directory), with a PLAINTEXT listener (``kafka.bootstrap_servers``) and a SASL_SSL
+listener (``kafka.front``: SCRAM-SHA-256/512 and PLAIN users :data:`USERS`, OAUTHBEARER
+with Kafka's unsecured tokens, sessions of :data:`SESSION_LIFETIME_MS` for KIP-368).
+Tests must leave it as they found it: every broker up (the ``all_brokers_up`` fixture
+restarts any a test stopped).
 
 Without Java 17+ or the Kafka jars the tests skip with the reason, unless
 ``RACKAFKA_REQUIRE_KAFKA=1`` (set by CI): then they fail. When a test that used the cluster
@@ -110,9 +111,11 @@ def _file_lock(path: Path) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-@pytest.fixture(scope="session")
+# Package scope: started by the first test of tests/kafka that needs it, stopped after the
+# last test of the directory (not at the end of the whole run).
+@pytest.fixture(scope="package")
 def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    """The session's real Kafka cluster (see the module's docstring)."""
+    """The test run's real Kafka cluster (see the module's docstring)."""
     check_prerequisites()
     work = tmp_path_factory.mktemp("kafka-cluster")
     _State.work_dir = work
