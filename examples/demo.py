@@ -860,8 +860,8 @@ async def run_demo(
         say(
             "cluster   "
             + ", ".join(f"broker {n} in {r}" for n, r in sorted(brokers.items()))
-            + f"\n          ({_engine_label(engine)}, 127.0.0.1, in a process of its own: "
-            "python -m rackafka.testing serve)"
+            + f"\n          ({_engine_label(engine)}, 127.0.0.1,"
+            "\n          in a process of its own: python -m rackafka.testing serve)"
         )
         say(
             f"topic     {TOPIC}: {partitions} partitions, replication factor 3, leaders "
