@@ -62,10 +62,16 @@ bench-spark: $(BENCH_VENV)/.installed
 	$(BENCH_VENV)/bin/python benchmarks/spark_read.py $(BENCH_ARGS)
 
 # The main job on the embedded 3-rack cluster: reads without and with client_rack, then a
-# consumer group, then the Spark pipeline (needs Java 17+).
+# consumer group, then the Spark pipeline (needs Java 17+).  The brokers' engine goes to
+# both scripts: DEMO_ENGINE=kafka, or an --engine in DEMO_ARGS (make demo
+# DEMO_ARGS="--engine kafka": real Apache Kafka brokers); PIPELINE_ARGS may name another.
+DEMO_ENGINE ?= $(strip $(patsubst --engine=%,%,$(filter --engine=%,$(DEMO_ARGS))) \
+	$(shell set -- $(DEMO_ARGS); while [ $$# -gt 1 ]; do \
+		[ "$$1" = --engine ] && echo "$$2"; shift; done))
+_DEMO_ENGINE_ARG := $(if $(DEMO_ENGINE),--engine $(lastword $(DEMO_ENGINE)))
 demo: venv
-	$(BIN)/python examples/demo.py $(DEMO_ARGS)
-	$(BIN)/python examples/pipeline.py $(PIPELINE_ARGS)
+	$(BIN)/python examples/demo.py $(if $(findstring --engine,$(DEMO_ARGS)),,$(_DEMO_ENGINE_ARG)) $(DEMO_ARGS)
+	$(BIN)/python examples/pipeline.py $(_DEMO_ENGINE_ARG) $(PIPELINE_ARGS)
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -35,7 +35,12 @@ front, in the server's process, answers every Fetch as a broker with Kafka's
 leader names the in-sync replica in that rack, and names none to a consumer without a rack.
 Three consumers in three racks get three answers at once, as from real brokers. Which
 brokers the server runs is its ``--engine`` (``--engine`` here passes it on; the default is
-the embedded brokers).
+the embedded brokers): ``--engine kafka`` runs three real Apache Kafka brokers (JVMs, Java
+17+, ``make kafka-jars``) with ``broker.rack`` az-a, az-b, az-c, and Kafka's own
+``RackAwareReplicaSelector`` chooses the replica; the demo's group timings become their
+settings (``group.initial.rebalance.delay.ms``, ``group.consumer.heartbeat.interval.ms``),
+and the bytes counted on the brokers' side (``served-bytes``, a count of the mock's front)
+are left out of the report.
 
 For each run the demo prints the share of record bytes served from the consumer's rack and
 from other racks (from ``consumer.fetch_stats()``), the records per second, and whether every
@@ -374,6 +379,15 @@ def demo_cluster(engine: str | None = None) -> ServedCluster:
     )
 
 
+def _engine_label(engine: str | None) -> str:
+    """How the report names the brokers of ``engine``."""
+    if engine in (None, "mock"):
+        return "embedded mock brokers"
+    if engine == "kafka":
+        return "Apache Kafka brokers, Kafka's RackAwareReplicaSelector"
+    return engine
+
+
 def read_timeout(records: int) -> float:
     """Seconds to wait for ``records`` records to be read: a minute plus 1 s per 5,000
     records (a slow 2-core machine reads well over 50,000 a second)."""
@@ -586,7 +600,7 @@ async def run_group_demo(
         partitions: partitions of the group's topic.
         strategy: the members' ``partition_assignment_strategy`` (classic protocol).
         group_protocol: ``"classic"``, or ``"consumer"`` for KIP-848: the coordinator
-            assigns (the embedded brokers' range assignor, which ignores racks), the topic
+            assigns (with its server-side assignor, which ignores racks), the topic
             and group names get a ``-kip848`` suffix.
         echo: called with progress lines (default: silent).
         timeout: give up waiting for the group to settle, and for the records, after
@@ -834,7 +848,7 @@ async def run_demo(
         raise ValueError(f"--records must be >= 1, got {records}")
     if repeat < 1:
         raise ValueError(f"--repeat must be >= 1, got {repeat}")
-    if engine in (None, "embedded"):
+    if engine in (None, "mock"):  # real Kafka brokers keep what they are given
         _check_fits(records, partitions, "--partitions")
         if group:
             _check_fits(records, group_partitions, "--group-partitions")
@@ -846,8 +860,8 @@ async def run_demo(
         say(
             "cluster   "
             + ", ".join(f"broker {n} in {r}" for n, r in sorted(brokers.items()))
-            + f"\n          ({engine or 'embedded'}, 127.0.0.1, in a process of its own: "
-            "python -m rackafka.testing serve)"
+            + f"\n          ({_engine_label(engine)}, 127.0.0.1,"
+            "\n          in a process of its own: python -m rackafka.testing serve)"
         )
         say(
             f"topic     {TOPIC}: {partitions} partitions, replication factor 3, leaders "

@@ -7,7 +7,9 @@ session-scoped resource, which all run on one worker (one group of ``XDIST_GROUP
 - ``tests/spark/``: a local SparkSession per worker that runs one, a Spark standalone
   cluster, Spark executors in two racks. Spark's JVMs take most of the CPU they run on, and
   Spark gives a Python worker 10 s to connect back, which a starved CPU can miss;
-- ``tests/kafka/``: one real Kafka cluster (JVM brokers) for the whole run.
+- ``tests/kafka/``: one real Kafka cluster (JVM brokers) for the whole run. Its Spark tests
+  (``test_spark_kafka.py``) run here too, with a small ``local[2]`` session of their own
+  for that module: the one moment two Spark JVMs may run side by side.
 
 The groups are made here, by path, in the scheduler: pytest-xdist's own ``xdist_group``
 mark renames the tests' node ids, which pytest 9.2 no longer lets it do (the mark is then

@@ -183,6 +183,8 @@ def test_serve_engine_kafka_commands(servers: list[Server]) -> None:
     assert not refused(port2)
 
     assert server.send("move-leader demo 0 2").startswith("ERR ")
+    # The mock front's count: real brokers have none (the demo leaves that line out).
+    assert server.send("served-bytes").startswith("ERR served-bytes needs --engine mock")
     assert server.send("no-such-command").startswith("ERR ")
     assert server.send("quit") == "OK bye"
     assert server.proc.wait(120) == 0

@@ -351,6 +351,11 @@ class CommandInterpreter:
         requests without a rack): ``{"BROKER": {"RACK": bytes}}``, counted by the front
         that plays the replica selector (``--replica-selector``)."""
         self._args(args, 0, 0)
+        if not getattr(self.cluster, "supports_fault_injection", True):
+            raise CommandError(
+                "served-bytes needs --engine mock: real brokers keep no per-rack count of "
+                "the bytes they serve (read the client's fetch_stats())"
+            )
         front = self.cluster.front
         if front is None or self.cluster.replica_selector is None:
             raise CommandError("served-bytes needs --replica-selector (the front counts them)")
