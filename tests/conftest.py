@@ -8,8 +8,9 @@ session-scoped resource, which all run on one worker (one group of ``XDIST_GROUP
   cluster, Spark executors in two racks. Spark's JVMs take most of the CPU they run on, and
   Spark gives a Python worker 10 s to connect back, which a starved CPU can miss;
 - ``tests/kafka/``: one real Kafka cluster (JVM brokers) for the whole run. Its Spark tests
-  (``test_spark_kafka.py``) run here too, with a small ``local[2]`` session of their own
-  for that module: the one moment two Spark JVMs may run side by side.
+  (``test_spark_kafka.py``) run in the Spark group instead, so that two Spark JVMs never
+  run side by side; that worker starts a real Kafka cluster of its own for them (the
+  starts take turns, see ``tests/kafka/conftest.py``).
 
 The groups are made here, by path, in the scheduler: pytest-xdist's own ``xdist_group``
 mark renames the tests' node ids, which pytest 9.2 no longer lets it do (the mark is then
@@ -27,6 +28,9 @@ pytest_plugins = ["rackafka.testing.pytest_plugin"]
 #: Node id prefix -> xdist group: the tests of each run on a single worker.
 XDIST_GROUPS = {
     "tests/spark/": "spark",
+    # Spark on real Kafka: with the other Spark tests (never two Spark JVMs side by side);
+    # the worker of the spark group starts its own real Kafka cluster for this module.
+    "tests/kafka/test_spark_kafka.py": "spark",
     "tests/kafka/": "kafka",
 }
 

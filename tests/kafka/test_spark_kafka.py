@@ -5,13 +5,12 @@ decides where they read: the task reports (``rackafka.metricsPath``) must show e
 from the tasks' own rack. The sink writes a DataFrame with ``acks=all``; reading the topic
 back to its end must give every row once.
 
-Spark here: these tests run in the xdist group ``kafka`` (tests/conftest.py), on the worker
-that holds the session's Kafka cluster, so they cannot use the ``spark`` group's session.
-They start one small local session of their own (``local[2]``, the tests/spark builder),
-for this module only, stopped after its last test: while it runs, a second Spark JVM
-(about 0.5 GB and a few seconds of CPU to start) runs beside the one of the ``spark`` group.
-In a single pytest process that already has a Spark session, that one is used and left
-running.
+Spark here: these tests run in the xdist group ``spark`` (tests/conftest.py), so that two
+Spark JVMs never run side by side; that worker starts the ``kafka`` fixture's cluster for
+them. When the process already runs a Spark context (the tests/spark session, whose
+executors are in the same rack), it is used and left running; otherwise a small local
+session (``local[2]``, the tests/spark builder) is started for this module and stopped
+after its last test.
 """
 
 from __future__ import annotations
@@ -46,9 +45,12 @@ def spark() -> Iterator[Any]:
     reason = why_no_spark()
     if reason:
         pytest.skip(reason)
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
+    if active is None and SparkContext._active_spark_context is not None:
+        active = SparkSession.builder.getOrCreate()
     if active is not None:  # one SparkContext per process: share it, leave it running
         yield active
         return
