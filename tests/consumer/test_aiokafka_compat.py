@@ -124,7 +124,7 @@ async def test_commit_validates_like_aiokafka(
 async def test_a_topic_created_after_start_is_read(
     embedded_cluster: EmbeddedCluster, make: Make
 ) -> None:
-    consumer = make("late")
+    consumer = make("late", allow_auto_create_topics=False)  # (else the consumer makes it)
     await consumer.start()
     await asyncio.sleep(0.5)
     embedded_cluster.create_topic("late", 2)
@@ -383,7 +383,11 @@ async def test_a_subscribed_topic_created_later_is_seen_within_seconds(
 ) -> None:
     # As aiokafka: while a subscribed topic is unknown, metadata is looked up again
     # every retry_backoff_max_ms, not only every metadata_max_age_ms (5 minutes).
-    consumer = make("late-topic", group_id=group) if group else make("late-topic")
+    # (as a broker without auto.create.topics.enable: the consumer does not create it)
+    no_auto: dict[str, Any] = {"allow_auto_create_topics": False}
+    consumer = (
+        make("late-topic", group_id=group, **no_auto) if group else make("late-topic", **no_auto)
+    )
     await consumer.start()
     await asyncio.sleep(1.5)  # the client settled with the topic unknown
     requests = consumer._client.metadata_requests
@@ -400,7 +404,12 @@ async def test_a_subscribed_topic_created_later_is_seen_within_seconds(
 async def test_an_unknown_subscribed_topic_is_looked_up_with_backoff_not_in_a_loop(
     embedded_cluster: EmbeddedCluster, make: Make
 ) -> None:
-    consumer = make("never-created", group_id="g-never", retry_backoff_max_ms=500)
+    consumer = make(
+        "never-created",
+        group_id="g-never",
+        retry_backoff_max_ms=500,
+        allow_auto_create_topics=False,
+    )
     await consumer.start()
     await asyncio.sleep(1.0)
     before = consumer._client.metadata_requests
@@ -472,3 +481,46 @@ def test_invalid_arguments_raise_with_aiokafkas_words(
     # Code (and tests) written for aiokafka match these messages with a regex.
     with pytest.raises(ValueError, match=re.escape(aiokafkas_words)):
         AIOKafkaConsumer("t", bootstrap_servers="127.0.0.1:1", **kwargs)
+
+
+async def test_a_subscribed_topic_is_auto_created_as_by_aiokafka(
+    embedded_cluster: EmbeddedCluster, make: Make
+) -> None:
+    # aiokafka's and Java's consumers let a broker with auto.create.topics.enable create a
+    # subscribed topic (aiokafka's test_consumer_wait_topic): a consumer at "latest" then
+    # gets a record produced after start().
+    consumer = make("auto-made", auto_offset_reset="latest")
+    await consumer.start()
+    task = asyncio.ensure_future(consumer.getone())
+    await asyncio.sleep(1.0)
+    assert not task.done()
+    assert embedded_cluster.metadata().topics["auto-made"].partitions  # created by it
+    await embedded_cluster.aproduce("auto-made", 1, partition=0)
+    record = await asyncio.wait_for(task, WAIT)
+    assert record.topic == "auto-made"
+
+
+def test_allow_auto_create_topics_must_be_a_bool() -> None:
+    with pytest.raises(KafkaConfigurationError, match="allow_auto_create_topics"):
+        AIOKafkaConsumer(bootstrap_servers="127.0.0.1:1", allow_auto_create_topics="false")
+
+
+@pytest.mark.parametrize("compression", ["gzip", "lz4", "zstd", "snappy"])
+async def test_a_seek_into_a_compressed_batch_returns_records_from_that_offset(
+    embedded_cluster: EmbeddedCluster, make: Make, compression: str
+) -> None:
+    # As aiokafka: the broker sends the whole batch; records before the position are not
+    # handed out (aiokafka's test_consumer_compressed_returns_older_msgs).
+    topic = f"seek-{compression}"
+    embedded_cluster.create_topic(topic, 1)
+    embedded_cluster.produce(topic, 10, value_size=10, compression=compression, partition=0)
+    tp = TopicPartition(topic, 0)
+    consumer = make()
+    await consumer.start()
+    consumer.assign([tp])
+    consumer.seek(tp, 6)
+    got: list[int] = []
+    while len(got) < 4:
+        batch = await asyncio.wait_for(consumer.getmany(timeout_ms=500), WAIT)
+        got += [r.offset for r in batch.get(tp, [])]
+    assert got == [6, 7, 8, 9]

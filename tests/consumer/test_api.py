@@ -701,8 +701,8 @@ async def test_subscribe_assigns_all_partitions_and_picks_up_new_topics(
     a, b = unique("sub-a"), unique("sub-b")
     kafka_cluster.create_topic(a, 2)
     await kafka_cluster.aproduce(a, 6, partition="spread")
-    consumer = make(metadata_max_age_ms=200)
-    consumer.subscribe([a, b])  # b does not exist yet
+    consumer = make(metadata_max_age_ms=200, allow_auto_create_topics=False)
+    consumer.subscribe([a, b])  # b does not exist yet (and the consumer does not make it)
     assert consumer.subscription() == {a, b}
     await consumer.start()
     assert consumer.assignment() == {TopicPartition(a, 0), TopicPartition(a, 1)}

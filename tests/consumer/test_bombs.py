@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-#: The consumer's default limit is 2 x fetch_max_bytes (100 MiB); the interpreter, the
-#: fake broker and the library take about 50 MiB more.
-MAX_RSS_MB = 300
+#: The consumer's default limit is 2 x fetch_max_bytes (100 MiB): the peak may pass it by
+#: 64 MiB at most, the interpreter, the fake broker and the library included (about 45).
+MAX_RSS_MB = 100 + 64
 
 
 def run(codec: str, size: int) -> dict[str, object]:
@@ -36,7 +36,7 @@ def run(codec: str, size: int) -> dict[str, object]:
 
 @pytest.mark.parametrize(
     ("codec", "size"),
-    [("zstd", 512 << 20), ("zstd", 4 << 30), ("lz4", 512 << 20), ("gzip", 256 << 20)],
+    [("zstd", 512 << 20), ("zstd", 4 << 30), ("lz4", 512 << 20), ("gzip", 512 << 20)],
 )
 def test_a_compression_bomb_is_refused_with_bounded_memory(codec: str, size: int) -> None:
     result = run(codec, size)

@@ -133,6 +133,11 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
             Default: 200.
         exclude_internal_topics: hide internal topics from :meth:`topics` and
             pattern subscriptions.  Default: ``True``.
+        allow_auto_create_topics: let a broker with ``auto.create.topics.enable``
+            create a subscribed or assigned topic that does not exist, as aiokafka's
+            and Java's consumers do (Java's ``allow.auto.create.topics``).  With
+            ``False`` the topic is waited for (looked up every ``retry_backoff_max_ms``
+            until it exists).  Default: ``True``.
         connections_max_idle_ms: close idle connections after this (``None``: never).
             Default: 540000.
         group_id: the consumer group to join (classic protocol) and to
@@ -234,6 +239,7 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
         record_tuples: bool = False,
         group_protocol: str = "classic",
         group_remote_assignor: str | None = None,
+        allow_auto_create_topics: bool = True,
     ) -> None:
         if loop is not None:
             # As aiokafka 0.14: deprecated, accepted; rackafka always uses the running loop.
@@ -323,6 +329,7 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
         if connections_max_idle_ms is not None:  # None disables idle checks (aiokafka)
             connections_max_idle_ms = _duration("connections_max_idle_ms", connections_max_idle_ms)
         for name, flag in (
+            ("allow_auto_create_topics", allow_auto_create_topics),
             ("enable_auto_commit", enable_auto_commit),
             ("check_crcs", check_crcs),
             ("exclude_internal_topics", exclude_internal_topics),
@@ -373,6 +380,9 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
             ),
             client_software_version=__version__,
             security=security,
+            # As aiokafka's consumer and Java's (allow.auto.create.topics=true): a broker
+            # with auto.create.topics.enable creates a subscribed or assigned topic.
+            allow_auto_topic_creation=bool(allow_auto_create_topics),
         )
         self._client_rack = client_rack
         #: With ``client_rack="auto"``: what was decided and why (after :meth:`start`).
