@@ -329,11 +329,12 @@ async def test_a_topic_that_does_not_exist_is_created_by_the_broker(
     embedded_cluster: EmbeddedCluster, make_producer: MakeProducer
 ) -> None:
     """As the Java client's and aiokafka's producers: Metadata asks the broker to create the
-    topic (the embedded cluster's brokers have auto.create.topics.enable); consumers never do."""
+    topic (the embedded cluster's brokers have auto.create.topics.enable); a consumer with
+    ``allow_auto_create_topics=False`` never does."""
     from rackafka import AIOKafkaConsumer
 
     consumer: AIOKafkaConsumer[bytes, bytes] = AIOKafkaConsumer(
-        bootstrap_servers=embedded_cluster.bootstrap_servers
+        bootstrap_servers=embedded_cluster.bootstrap_servers, allow_auto_create_topics=False
     )
     await consumer.start()
     try:
