@@ -1,10 +1,22 @@
 """End-to-end consumer benchmark: rackafka against aiokafka, kafka-python and confluent-kafka.
 
-One embedded cluster (3 brokers in racks az-a, az-b, az-c; librdkafka's mock brokers, see
-``docs/testing.rst``) runs inside this process. Each dataset is produced once, in ~1 MB
-producer batches (the mock answers a Fetch with exactly one batch per partition), into a topic
-with many partitions (the mock keeps at most 5 MiB per partition). Then every client consumes
-the same data, each in a fresh child process (same Python), ``--repeat`` times; the median is
+One cluster of 3 brokers in racks az-a, az-b, az-c serves the run (``--engine``):
+
+``mock`` (the default)
+    librdkafka's mock brokers inside this process (``EmbeddedCluster``, see
+    ``docs/testing.rst``).
+``kafka``
+    real Apache Kafka brokers (``KafkaCluster``: three JVMs on 127.0.0.1 running Kafka's
+    ``RackAwareReplicaSelector``; Java 17+, jars cached by ``make kafka-jars``). The
+    brokers run with the full JIT and a 512 MiB heap (:data:`KAFKA_JVM_OPTIONS`), and share
+    the machine's cores with the clients.
+
+Each dataset is produced once, in ~1 MB producer batches (the mock answers a Fetch with
+exactly one batch per partition), into a topic with many partitions (the mock keeps at most
+5 MiB per partition). Real Kafka has neither limit (a Fetch returns up to
+``max_partition_fetch_bytes`` per partition, several batches); the datasets are the same on
+both engines so that the two sets of ratios compare. Then every client consumes the same
+data, each in a fresh child process (same Python), ``--repeat`` times; the median is
 reported.
 
 Every client: ``auto_offset_reset`` earliest, manual assignment of all partitions (no group),
@@ -19,8 +31,9 @@ Clients (``--clients``; a client whose package is missing is reported as skipped
 ==================  ===========================================================================
 ``rackafka``        ``getmany()``
 ``rackafka-getone`` ``getone()`` (on the first ``getone`` records only)
-``rackafka-rack``   ``getmany()`` with ``client_rack="az-b"`` while the cluster emulates
-                    ``RackAwareReplicaSelector`` for az-b; reports the same-rack byte share
+``rackafka-rack``   ``getmany()`` with ``client_rack="az-b"``: on the mock, the cluster
+                    emulates ``RackAwareReplicaSelector`` for az-b; on Kafka, the brokers' own
+                    selector chooses; reports the same-rack byte share
 ``aiokafka-c``      aiokafka ``getmany()`` with its C extensions
 ``aiokafka-py``     aiokafka ``getmany()``, pure Python (``AIOKAFKA_NO_EXTENSIONS=1``)
 ``aiokafka-getone`` aiokafka ``getone()`` with its C extensions
@@ -42,11 +55,14 @@ record" window would miss most of the work.
 
 Usage::
 
-    python benchmarks/consume.py [--quick] [--repeat N] [--clients a,b] [--datasets x,y]
+    python benchmarks/consume.py [--engine mock|kafka] [--quick] [--repeat N]
+        [--clients a,b] [--datasets x,y]
 
-Results: a table on stdout, ``benchmarks/results/consume.json`` and
-``benchmarks/results/consume.png``. ``--profile`` also writes a cProfile file per rackafka
-run to ``benchmarks/results/profile-<client>-<dataset>.prof``.
+Results: a table on stdout (with the load average before and after the run: the machine may
+be shared), ``benchmarks/results/consume.json`` and ``benchmarks/results/consume.png`` for
+the mock, ``consume-kafka.json`` and ``consume-kafka.png`` for real Kafka. ``--profile``
+also writes a cProfile file per rackafka run to
+``benchmarks/results/profile-<client>-<dataset>.prof``.
 """
 
 from __future__ import annotations
@@ -78,6 +94,41 @@ MAX_PARTITION_BYTES = int(4.5 * 1024 * 1024)  # the mock keeps 5 MiB per partiti
 RECORD_OVERHEAD = 12  # bytes per record in a v2 batch besides the value (null key)
 CALL_BYTES = 1_000_000  # a getmany/poll/consume call returns at most ~1 MB of records
 STALL_S = 60.0  # a child that gets no record for this long gives up
+ENGINES = ("mock", "kafka")
+#: The real brokers' JVM options: unlike the test tier's (C1 only, for a quick start), the
+#: full JIT, so that the brokers are not what the clients wait for.
+KAFKA_JVM_OPTIONS: tuple[str, ...] = (
+    "-Xms256m",
+    "-Xmx512m",
+    "-XX:+UseSerialGC",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-XX:-UsePerfData",
+    "-Djava.awt.headless=true",
+)
+
+
+def open_cluster(engine: str) -> Any:
+    """The run's 3-broker, 3-rack cluster (not started): the mock or real Kafka."""
+    if engine == "kafka":
+        from rackafka.testing import KafkaCluster
+
+        return KafkaCluster(brokers=3, racks=RACKS, jvm_options=KAFKA_JVM_OPTIONS)
+    from rackafka.testing import EmbeddedCluster
+
+    return EmbeddedCluster(brokers=3, racks=RACKS)
+
+
+def result_name(engine: str) -> str:
+    """The results' file stem: ``consume`` (mock) or ``consume-kafka``."""
+    return "consume" if engine == "mock" else f"consume-{engine}"
+
+
+def load_average() -> str:
+    """``os.getloadavg()`` as ``"1.00 0.80 0.50"`` (1, 5, 15 minutes)."""
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
 
 
 # -- datasets and clients --------------------------------------------------------------------
@@ -742,7 +793,11 @@ def table(
 
 
 def chart(
-    clients: list[Client], datasets: list[Dataset], summary: dict[str, dict[str, Any]], path: Path
+    clients: list[Client],
+    datasets: list[Dataset],
+    summary: dict[str, dict[str, Any]],
+    path: Path,
+    engine: str = "mock",
 ) -> bool:
     try:
         import matplotlib
@@ -776,7 +831,8 @@ def chart(
         ax.margins(x=0.35)
     for ax in flat[len(datasets) :]:
         ax.set_visible(False)
-    fig.suptitle("Consumer throughput on the embedded cluster (higher is better)")
+    where = "real Apache Kafka" if engine == "kafka" else "the embedded cluster"
+    fig.suptitle(f"Consumer throughput on {where} (higher is better)")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
@@ -818,6 +874,12 @@ def pick(names: str | None, items: Iterable[Any], what: str) -> list[Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="mock",
+        help="the brokers: librdkafka's mock (default) or real Apache Kafka",
+    )
     parser.add_argument("--quick", action="store_true", help="small datasets, 1 repeat")
     parser.add_argument("--repeat", type=int, default=None, help="runs per measurement (3)")
     parser.add_argument("--clients", help="comma-separated: " + ",".join(c.name for c in CLIENTS))
@@ -849,16 +911,20 @@ def main(argv: list[str] | None = None) -> int:
         ds.check()
 
     try:
-        from rackafka.testing import EmbeddedCluster
+        cluster_cm = open_cluster(args.engine)
     except ImportError as exc:
-        raise SystemExit(f"the embedded cluster needs rackafka[testing]: {exc}") from None
+        raise SystemExit(f"the cluster needs rackafka[testing]: {exc}") from None
 
+    load_before = load_average()
+    log(f"engine {args.engine}; load average {load_before}")
     started = time.monotonic()
     raw: dict[str, list[dict[str, Any]]] = {}
     skipped: dict[str, dict[str, Any]] = {}
     highs: dict[str, list[int]] = {}
     total_bytes: dict[str, int] = {}
-    with EmbeddedCluster(brokers=3, racks=RACKS) as cluster, contextlib.ExitStack() as fronts:
+    with cluster_cm as cluster, contextlib.ExitStack() as fronts:
+        # the mock emulates the selector for a client rack; Kafka runs its own
+        emulate = cluster.emulate_rack_aware_selector if args.engine == "mock" else None
         routes: dict[str | None, tuple[str, str | None]] = {None: (cluster.bootstrap_servers, None)}
         if any(c.via for c in clients):
             from rackafka.testing import SecureFront
@@ -922,12 +988,12 @@ def main(argv: list[str] | None = None) -> int:
                     if args.profile and c.library == "rackafka":
                         args.out.mkdir(parents=True, exist_ok=True)
                         spec["profile"] = str(args.out / f"profile-{c.name}-{ds.name}.prof")
-                    if c.rack:
-                        cluster.emulate_rack_aware_selector(c.rack, [ds.topic])
+                    if c.rack and emulate is not None:
+                        emulate(c.rack, [ds.topic])
                     try:
                         result = run_child(spec, c.env, timeout=120 + target / 5_000)
                     finally:
-                        if c.rack:
+                        if c.rack and emulate is not None:
                             cluster.clear_preferred_read_replicas([ds.topic])
                     result["run"] = run
                     raw.setdefault(key, []).append(result)
@@ -947,10 +1013,12 @@ def main(argv: list[str] | None = None) -> int:
     summary = {key: summarize(runs) for key, runs in raw.items()}
     text = table(clients, datasets, summary)
     elapsed = time.monotonic() - started
+    load_after = load_average()
     print(text)
     print(
-        f"median of {repeat} run(s); 'vs akC': msgs/s relative to aiokafka-c getmany; "
-        f"'vs API': relative to aiokafka with the same API; total {elapsed:.0f}s"
+        f"engine {args.engine}; median of {repeat} run(s); 'vs akC': msgs/s relative to "
+        f"aiokafka-c getmany; 'vs API': relative to aiokafka with the same API; "
+        f"total {elapsed:.0f}s; load average before {load_before}, after {load_after}"
     )
     args.out.mkdir(parents=True, exist_ok=True)
     report = {
@@ -959,6 +1027,9 @@ def main(argv: list[str] | None = None) -> int:
             "platform": platform.platform(),
             "cpus": os.cpu_count(),
             "versions": versions(),
+            "engine": args.engine,
+            "load_average_before": load_before,
+            "load_average_after": load_after,
             "repeat": repeat,
             "quick": args.quick,
             "elapsed_s": elapsed,
@@ -970,9 +1041,10 @@ def main(argv: list[str] | None = None) -> int:
         "runs": raw,
         "table": text,
     }
-    (args.out / "consume.json").write_text(json.dumps(report, indent=2) + "\n")
-    if chart(clients, datasets, summary, args.out / "consume.png"):
-        log(f"wrote {args.out / 'consume.json'} and {args.out / 'consume.png'}")
+    stem = result_name(args.engine)
+    (args.out / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n")
+    if chart(clients, datasets, summary, args.out / f"{stem}.png", args.engine):
+        log(f"wrote {args.out / (stem + '.json')} and {args.out / (stem + '.png')}")
     return 0
 
 

@@ -1,7 +1,9 @@
 """End-to-end producer benchmark: rackafka against aiokafka (C extensions) and confluent-kafka.
 
-One embedded cluster (3 brokers in racks az-a, az-b, az-c; librdkafka's mock brokers, see
-``docs/testing.rst``) runs in this process. Every measurement runs in a fresh child process
+One cluster of 3 brokers in racks az-a, az-b, az-c serves the run: librdkafka's mock
+brokers in this process (``--engine mock``, the default; see ``docs/testing.rst``) or real
+Apache Kafka brokers (``--engine kafka``: three JVMs on 127.0.0.1, replication factor 3, as
+in ``consume.py``). Every measurement runs in a fresh child process
 (same Python): the client produces a dataset into a fresh 12-partition topic and waits until
 every record is acknowledged. Reported: records/s and MB/s from the first ``send`` to the
 last acknowledgement, and CPU seconds of the child (user + system, all threads). The median
@@ -42,13 +44,14 @@ Two more suites (``--suites``; the default is ``throughput``, the one above):
 
 Usage::
 
-    python benchmarks/produce.py [--quick] [--repeat N] [--clients a,b] [--datasets x,y]
-        [--suites throughput,latency,batch]
+    python benchmarks/produce.py [--engine mock|kafka] [--quick] [--repeat N]
+        [--clients a,b] [--datasets x,y] [--suites throughput,latency,batch]
 
 Results: a table on stdout and ``benchmarks/results/produce.json``. A run updates that file
-row by row: a case it measures (suite, dataset, acks, compression, linger and batch size)
-replaces that case's row, and the rows of the cases it does not measure are kept, so
-narrowed runs add up.
+row by row: a case it measures (engine, suite, dataset, acks, compression, linger and batch
+size) replaces that case's row, and the rows of the cases it does not measure are kept, so
+narrowed runs add up and the mock's rows and Kafka's do not overwrite each other. Each row
+notes the load average when it was measured (``load_average``: 1, 5, 15 minutes).
 """
 
 from __future__ import annotations
@@ -68,6 +71,10 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from consume import ENGINES, load_average, open_cluster  # noqa: E402
+
 RESULTS = HERE / "results"
 CLIENTS = ("rackafka", "aiokafka-c", "confluent")
 DATASETS = {"100B": (200_000, 20_000), "10KB": (20_000, 3_000), "events": (100_000, 20_000)}
@@ -311,6 +318,12 @@ def available(client: str) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="mock",
+        help="the brokers: librdkafka's mock (default) or real Apache Kafka",
+    )
     parser.add_argument("--quick", action="store_true", help="small datasets, 1 repeat")
     parser.add_argument("--repeat", type=int, default=None, help="runs per measurement (3)")
     parser.add_argument("--clients", default=",".join(CLIENTS))
@@ -324,8 +337,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         print(json.dumps(child(json.loads(args.child))))
         return 0
-    from rackafka.testing import EmbeddedCluster
-
     suites = [x for x in args.suites.split(",") if x]
     unknown = [x for x in suites if x not in SUITES]
     if unknown:
@@ -362,18 +373,21 @@ def main(argv: list[str] | None = None) -> int:
                 row[client] = {"error": runs[0]["error"]}
                 continue
             row[client] = {key: statistics.median(r[key] for r in ok) for key in ok[0]}
+        row["load_average"] = load_average()
         results = merge_rows(results, [row])
         print_row(row, clients)
         args.out.mkdir(parents=True, exist_ok=True)
         out_file.write_text(json.dumps(results, indent=2))
 
-    with EmbeddedCluster(brokers=3, racks=("az-a", "az-b", "az-c")) as cluster:
+    print(f"# engine {args.engine}; load average {load_average()}", flush=True)
+    with open_cluster(args.engine) as cluster:
         if "throughput" in suites:
             for ds in args.datasets.split(","):
                 count = DATASETS[ds][1 if args.quick else 0]
                 for acks in args.acks.split(","):
                     for comp in args.compression.split(","):
                         row: dict[str, Any] = {
+                            "engine": args.engine,
                             "dataset": ds,
                             "records": count,
                             "acks": acks,
@@ -393,6 +407,7 @@ def main(argv: list[str] | None = None) -> int:
             for batch in LATENCY_BATCHES:
                 for linger in LATENCY_LINGERS:
                     row = {
+                        "engine": args.engine,
                         "suite": "latency",
                         "dataset": "100B",
                         "records": count - LATENCY_WARMUP,
@@ -415,6 +430,7 @@ def main(argv: list[str] | None = None) -> int:
             count = DATASETS["100B"][1 if args.quick else 0]
             for linger, batch in BIG_BATCH_SETTINGS:
                 row = {
+                    "engine": args.engine,
                     "suite": "batch",
                     "dataset": "100B",
                     "records": count,
@@ -433,13 +449,16 @@ def main(argv: list[str] | None = None) -> int:
                     "max_batch_size": batch,
                 }
                 measure(cluster, row, spec)
+    print(f"# load average {load_average()}", flush=True)
     return 0
 
 
 def row_key(row: dict[str, Any]) -> tuple[str, ...]:
-    """The case a result row measures: suite, dataset, acks, compression (and the linger and
-    batch size of the latency and batch suites)."""
+    """The case a result row measures: engine (rows without one are the mock's), suite,
+    dataset, acks, compression (and the linger and batch size of the latency and batch
+    suites)."""
     return (
+        str(row.get("engine", "mock")),
         str(row.get("suite", "throughput")),
         str(row.get("dataset")),
         str(row.get("acks")),
@@ -482,7 +501,10 @@ def load_results(path: Path) -> list[dict[str, Any]]:
 def print_row(row: dict[str, Any], clients: list[str]) -> None:
     suite = row.get("suite", "throughput")
     if suite == "latency":
-        parts = [f"latency linger_ms={row['linger_ms']:<3} batch={row['max_batch_size']:<8}"]
+        parts = [
+            f"{row.get('engine', 'mock')} latency linger_ms={row['linger_ms']:<3} "
+            f"batch={row['max_batch_size']:<8}"
+        ]
         for client in clients:
             r = row.get(client, {})
             if "p99_ms" not in r:
@@ -492,11 +514,12 @@ def print_row(row: dict[str, Any], clients: list[str]) -> None:
                 f"{client}: p50 {r['p50_ms']:6.1f} ms p99 {r['p99_ms']:6.1f} ms "
                 f"(send lag p99 {r['send_lag_p99_ms']:.1f} ms)"
             )
-        print(" | ".join(parts), flush=True)
+        print(" | ".join(parts) + f" | load {row.get('load_average')}", flush=True)
         return
     base = row.get("aiokafka-c", {}).get("records_per_s")
     parts = [
-        f"{row['dataset']:>6} acks={row['acks']:<3} {row['compression']:<4} n={row['records']}"
+        f"{row.get('engine', 'mock')} {row['dataset']:>6} acks={row['acks']:<3} "
+        f"{row['compression']:<4} n={row['records']}"
     ]
     if suite == "batch":
         parts[0] += f" linger_ms={row['linger_ms']} batch={row['max_batch_size']}"
@@ -510,7 +533,7 @@ def print_row(row: dict[str, Any], clients: list[str]) -> None:
             f"{client}: {r['records_per_s']:>9,.0f} rec/s {r['mb_per_s']:6.1f} MB/s "
             f"cpu {r['cpu_s']:.2f}s{ratio}"
         )
-    print(" | ".join(parts), flush=True)
+    print(" | ".join(parts) + f" | load {row.get('load_average')}", flush=True)
 
 
 if __name__ == "__main__":

@@ -72,3 +72,12 @@ def test_latency_and_batch_rows_are_cases_of_their_own(produce: ModuleType) -> N
     assert merged == [throughput, *latency, batch]
     again = {**latency[1], "rackafka": {"p99_ms": 7.0}}
     assert produce.merge_rows(merged, [again]) == [throughput, latency[0], again, batch]
+
+
+def test_engines_keep_rows_of_their_own(produce: ModuleType) -> None:
+    old_mock = _row("events", "1", "none", 1.0)  # written before rows named their engine
+    kafka = {**_row("events", "1", "none", 2.0), "engine": "kafka"}
+    merged = produce.merge_rows([old_mock], [kafka])
+    assert merged == [old_mock, kafka]
+    mock = {**_row("events", "1", "none", 3.0), "engine": "mock"}
+    assert produce.merge_rows(merged, [mock]) == [mock, kafka]
