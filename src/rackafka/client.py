@@ -129,8 +129,8 @@ class KafkaClient:
         connector: opens the stream to a broker (test transports); default: the one
             ``security`` asks for.
         allow_auto_topic_creation: let a broker that has ``auto.create.topics.enable``
-            create the topics of interest that do not exist (the producer's behaviour in
-            the Java client and aiokafka); consumers never create topics.
+            create the topics of interest that do not exist (as the Java client and
+            aiokafka do; the consumer's ``allow_auto_create_topics`` sets it).
 
     A connection that fails to authenticate (SASL or TLS) is not retried before
     ``reconnect_backoff_ms``; the failure is kept for the role on top to raise
