@@ -292,6 +292,12 @@ class ClientPool:
                 self._producers[key] = producer
             return producer
 
+    def reset_admin(self) -> None:
+        """Drop the admin client: the next :meth:`admin` makes a new one (fresh connections
+        and API versions, e.g. after brokers restarted)."""
+        with self._lock:
+            self._admin = None
+
     def close(self) -> None:
         """Drop all clients; queued records that were never delivered are purged."""
         with self._lock:

@@ -457,6 +457,26 @@ def _storage_tool_class(libs: Path) -> str:
     raise KafkaClusterError(f"no StorageTool class in the Kafka jars of {libs}")
 
 
+#: Admin errors of a topic creation that another try settles.
+_TRANSIENT_ADMIN_ERRORS = frozenset(
+    {"_UNSUPPORTED_FEATURE", "_TRANSPORT", "_TIMED_OUT", "NOT_CONTROLLER", "REQUEST_TIMED_OUT"}
+)
+
+
+def _admin_error_name(exc: BaseException) -> str | None:
+    """The name of the ``confluent_kafka.KafkaError`` an admin future raised, if any."""
+    err = exc.args[0] if exc.args else None
+    name = getattr(err, "name", None)
+    return name() if callable(name) else None
+
+
+def _admin_error_retriable(exc: BaseException) -> bool:
+    """Whether the ``confluent_kafka.KafkaError`` an admin future raised says to retry."""
+    err = exc.args[0] if exc.args else None
+    retriable = getattr(err, "retriable", None)
+    return bool(retriable()) if callable(retriable) else False
+
+
 class KafkaCluster(_ClientMixin):
     """A real Apache Kafka cluster: ``brokers`` KRaft nodes (broker and controller each)
     as JVMs on 127.0.0.1, broker ``i + 1`` in rack ``racks[i % len(racks)]``.
@@ -1119,13 +1139,28 @@ class KafkaCluster(_ClientMixin):
             replica_assignment=assignment,
             config={k: str(v) for k, v in (config or {}).items()},
         )
-        futures = self._clients().admin().create_topics([topic], request_timeout=timeout)
-        try:
-            futures[name].result()
-        except Exception as exc:
-            raise KafkaClusterError(f"creating topic {name!r} failed: {exc}") from exc
-        self._topics.add(name)
         deadline = time.monotonic() + timeout
+        attempt = 0
+        while True:
+            attempt += 1
+            futures = self._clients().admin().create_topics([topic], request_timeout=timeout)
+            try:
+                futures[name].result()
+                break
+            except Exception as exc:
+                code = _admin_error_name(exc)
+                if attempt > 1 and code == "TOPIC_ALREADY_EXISTS":
+                    break  # an earlier attempt created it before its answer was lost
+                # librdkafka's admin client answers _UNSUPPORTED_FEATURE while it has no
+                # API versions of the broker it picked (a connection made as brokers
+                # restart): a new admin client and another try settle it.
+                transient = code in _TRANSIENT_ADMIN_ERRORS or _admin_error_retriable(exc)
+                if not transient or time.monotonic() >= deadline:
+                    raise KafkaClusterError(f"creating topic {name!r} failed: {exc}") from exc
+                log.debug("creating topic %r: %s; trying again", name, exc)
+                self._clients().reset_admin()
+                time.sleep(min(0.2 * attempt, 2.0))
+        self._topics.add(name)
         while True:
             parts = self._read_partitions(name)
             if len(parts) == partitions and all(
