@@ -424,6 +424,61 @@ class _ClientMixin:
         return self._clients().describe_cluster(self._metadata_timeout)
 
 
+class _BrokerMetadataMixin(_ClientMixin):
+    """Topic and broker look-ups of the clusters of real Kafka brokers (``KafkaCluster``,
+    ``ComposeCluster``), through confluent-kafka's admin client."""
+
+    @property
+    def brokers(self) -> dict[int, BrokerInfo]:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _read_partitions(self, topic: str) -> list[PartitionInfo]:
+        tmd = self._clients().admin().list_topics(topic=topic, timeout=10).topics.get(topic)
+        if tmd is None or tmd.error is not None:
+            return []
+        return [
+            PartitionInfo(
+                topic, p, tmd.partitions[p].leader, tuple(tmd.partitions[p].replicas), None
+            )
+            for p in sorted(tmd.partitions)
+        ]
+
+    def topics(self) -> list[str]:
+        """Names of the cluster's topics (internal ones excluded)."""
+        md = self._clients().metadata(10.0)
+        return sorted(t for t in md.topics if not t.startswith("__"))
+
+    def partition_info(self, topic: str, partition: int) -> PartitionInfo:
+        """Leader and replicas of a partition from Metadata (the leader epoch is None)."""
+        return self.partitions(topic)[partition]
+
+    def partitions(self, topic: str) -> list[PartitionInfo]:
+        """All partitions of a topic."""
+        parts = self._read_partitions(topic)
+        if not parts:
+            raise KeyError(f"unknown topic {topic!r}")
+        return parts
+
+    def api_versions(self, broker_id: int | None = None) -> dict[int, tuple[int, int]]:
+        """The API versions a broker advertises (ApiVersions v0): key -> (min, max)."""
+        brokers = self.brokers
+        broker = brokers[broker_id if broker_id is not None else min(brokers)]
+        return probe_api_versions(broker.host, broker.port)
+
+
+def replica_assignment(
+    ids: Sequence[int], partitions: int, replication_factor: int, leaders: Sequence[int] | None
+) -> list[list[int]]:
+    """Replicas of each partition: partition ``p`` led by ``leaders[p]`` (default: the
+    brokers in turn), followed by the next brokers in id order."""
+    out: list[list[int]] = []
+    for p in range(partitions):
+        leader = leaders[p] if leaders is not None else ids[p % len(ids)]
+        start = ids.index(leader)
+        out.append([ids[(start + i) % len(ids)] for i in range(replication_factor)])
+    return out
+
+
 class EmbeddedCluster(_ClientMixin):
     """An in-process Kafka cluster of ``brokers`` brokers spread over ``racks``.
 

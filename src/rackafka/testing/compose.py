@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import Any
 
 from ._clients import ClientPool
-from .cluster import BrokerInfo, PartitionInfo, _ClientMixin, probe_api_versions
+from .cluster import BrokerInfo, PartitionInfo, _BrokerMetadataMixin, replica_assignment
 
 __all__ = [
     "COMPOSE_BOOTSTRAP_SERVERS",
@@ -119,7 +119,7 @@ def docker_engine_error(timeout: float = 10.0) -> str | None:
     return None
 
 
-class ComposeCluster(_ClientMixin):
+class ComposeCluster(_BrokerMetadataMixin):
     """The project's ``docker-compose.yml`` Kafka cluster, started with testcontainers.
 
     Arguments:
@@ -306,11 +306,7 @@ class ComposeCluster(_ClientMixin):
             raise ValueError(f"replication_factor must be 1..{len(ids)}")
         if leaders is not None and len(leaders) != partitions:
             raise ValueError(f"leaders needs one broker id per partition ({partitions})")
-        assignment = []
-        for p in range(partitions):
-            leader = leaders[p] if leaders is not None else ids[p % len(ids)]
-            start = ids.index(leader)
-            assignment.append([ids[(start + i) % len(ids)] for i in range(replication_factor)])
+        assignment = replica_assignment(ids, partitions, replication_factor, leaders)
         topic = admin_mod.NewTopic(name, num_partitions=partitions, replica_assignment=assignment)
         futures = self._clients().admin().create_topics([topic], request_timeout=30)
         futures[name].result()
@@ -324,38 +320,3 @@ class ComposeCluster(_ClientMixin):
             if time.monotonic() >= deadline:
                 raise TimeoutError(f"topic {name!r} did not get its leaders in time")
             time.sleep(0.2)
-
-    def _read_partitions(self, topic: str) -> list[PartitionInfo]:
-        tmd = self.metadata().topics.get(topic)
-        if tmd is None or tmd.error is not None:
-            return []
-        return [
-            PartitionInfo(
-                topic, p, tmd.partitions[p].leader, tuple(tmd.partitions[p].replicas), None
-            )
-            for p in sorted(tmd.partitions)
-        ]
-
-    def topics(self) -> list[str]:
-        """Names of the cluster's topics (internal ones excluded)."""
-        return sorted(t for t in self.metadata().topics if not t.startswith("__"))
-
-    def partition_info(self, topic: str, partition: int) -> PartitionInfo:
-        """Leader and replicas of a partition from Metadata (the leader epoch is None)."""
-        parts = self._read_partitions(topic)
-        if not parts:
-            raise KeyError(f"unknown topic {topic!r}")
-        return parts[partition]
-
-    def partitions(self, topic: str) -> list[PartitionInfo]:
-        """All partitions of a topic."""
-        parts = self._read_partitions(topic)
-        if not parts:
-            raise KeyError(f"unknown topic {topic!r}")
-        return parts
-
-    def api_versions(self, broker_id: int | None = None) -> dict[int, tuple[int, int]]:
-        """The API versions a broker advertises (ApiVersions v0): key -> (min, max)."""
-        node_id = broker_id if broker_id is not None else min(self.brokers)
-        broker = self.brokers[node_id]
-        return probe_api_versions(broker.host, broker.port)

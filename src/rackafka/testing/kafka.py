@@ -33,7 +33,7 @@ from typing import IO, Any
 
 from . import _reaper
 from ._clients import ClientPool
-from .cluster import BrokerInfo, PartitionInfo, _ClientMixin, probe_api_versions
+from .cluster import BrokerInfo, PartitionInfo, _BrokerMetadataMixin, replica_assignment
 from .compose import _FAULT_INJECTION_METHODS, FaultInjectionUnsupportedError
 from .kafka_dist import find_java, kafka_libs
 from .kafka_dist import kafka_version as _resolve_version
@@ -477,7 +477,7 @@ def _admin_error_retriable(exc: BaseException) -> bool:
     return bool(retriable()) if callable(retriable) else False
 
 
-class KafkaCluster(_ClientMixin):
+class KafkaCluster(_BrokerMetadataMixin):
     """A real Apache Kafka cluster: ``brokers`` KRaft nodes (broker and controller each)
     as JVMs on 127.0.0.1, broker ``i + 1`` in rack ``racks[i % len(racks)]``.
 
@@ -1127,11 +1127,8 @@ class KafkaCluster(_ClientMixin):
             )
         if leaders is not None and len(leaders) != partitions:
             raise ValueError(f"leaders needs one broker id per partition ({partitions})")
-        assignment: list[list[int]] = []
-        for p in range(partitions):
-            leader = self._node(leaders[p]).node_id if leaders is not None else ids[p % len(ids)]
-            start = ids.index(leader)
-            assignment.append([ids[(start + i) % len(ids)] for i in range(replication_factor)])
+        lead = [self._node(b).node_id for b in leaders] if leaders is not None else None
+        assignment = replica_assignment(ids, partitions, replication_factor, lead)
         admin_mod = __import__("confluent_kafka.admin", fromlist=["NewTopic"])
         topic = admin_mod.NewTopic(
             name,
@@ -1171,42 +1168,12 @@ class KafkaCluster(_ClientMixin):
                 raise KafkaClusterError(f"topic {name!r} did not get its leaders in {timeout} s")
             time.sleep(0.1)
 
-    def _read_partitions(self, topic: str) -> list[PartitionInfo]:
-        tmd = self._clients().admin().list_topics(topic=topic, timeout=10).topics.get(topic)
-        if tmd is None or tmd.error is not None:
-            return []
-        return [
-            PartitionInfo(
-                topic, p, tmd.partitions[p].leader, tuple(tmd.partitions[p].replicas), None
-            )
-            for p in sorted(tmd.partitions)
-        ]
-
     def in_sync_replicas(self, topic: str) -> dict[int, tuple[int, ...]]:
         """Partition -> its in-sync replicas, from Metadata."""
         tmd = self._clients().admin().list_topics(topic=topic, timeout=10).topics.get(topic)
         if tmd is None or tmd.error is not None:
             raise KeyError(f"unknown topic {topic!r}")
         return {p: tuple(tmd.partitions[p].isrs) for p in sorted(tmd.partitions)}
-
-    def topics(self) -> list[str]:
-        """Names of the cluster's topics (internal ones excluded)."""
-        md = self._clients().metadata(10.0)
-        return sorted(t for t in md.topics if not t.startswith("__"))
-
-    def partition_info(self, topic: str, partition: int) -> PartitionInfo:
-        """Leader and replicas of a partition from Metadata (the leader epoch is None)."""
-        parts = self._read_partitions(topic)
-        if not parts:
-            raise KeyError(f"unknown topic {topic!r}")
-        return parts[partition]
-
-    def partitions(self, topic: str) -> list[PartitionInfo]:
-        """All partitions of a topic."""
-        parts = self._read_partitions(topic)
-        if not parts:
-            raise KeyError(f"unknown topic {topic!r}")
-        return parts
 
     def delete_records(self, topic: str, partition: int, before_offset: int) -> None:
         """Delete the records of a partition before ``before_offset`` (DeleteRecords: the
@@ -1221,12 +1188,6 @@ class KafkaCluster(_ClientMixin):
         )
         for future in futures.values():
             future.result()
-
-    def api_versions(self, broker_id: int | None = None) -> dict[int, tuple[int, int]]:
-        """The API versions a broker advertises (ApiVersions v0): key -> (min, max)."""
-        node_id = broker_id if broker_id is not None else min(self._brokers)
-        broker = self.brokers[node_id]
-        return probe_api_versions(broker.host, broker.port)
 
     # -- brokers ---------------------------------------------------------------------------
     def broker_down(
