@@ -18,6 +18,19 @@ metadata before it retries: the Java client's ``InvalidMetadataException`` famil
 too (the Java fetcher refreshes on 78 as well). Coordinator errors (14, 15, 16) are retriable
 but need a new coordinator lookup, not a metadata refresh, so their ``invalid_metadata`` is
 false.
+
+Properties of an error code
+---------------------------
+rackafka's own logic never compares error codes: it asks the class. Every
+:class:`BrokerResponseError` subclass carries these class attributes, defined here once:
+
+- ``client_retriable``: the Java client retries it (:func:`is_retriable`);
+- ``needs_metadata_refresh``: refresh metadata before retrying (:func:`is_invalid_metadata`);
+- ``coordinator_moved``: look the group or transaction coordinator up again (15, 16, 7);
+- ``coordinator_loading``: the coordinator is loading; retry it after a backoff (14);
+- ``member_fenced``: the group member must join again (22, 25, 110);
+- ``producer_fenced``: a newer producer has the transactional id (47, 90);
+- ``fatal``: no retry helps and the group member or transactional producer stops.
 """
 
 from __future__ import annotations
@@ -498,6 +511,26 @@ class BrokerResponseError(KafkaError):
     errno: ClassVar[int] = -1
     message: ClassVar[str] = ""
     description: ClassVar[str] = ""
+
+    # What rackafka's own logic asks of an error (set for every code at the end of this
+    # module, from the tables there; see "Properties of an error code" in the module's
+    # docstring). ``retriable`` and ``invalid_metadata`` above keep aiokafka's values for
+    # code written against aiokafka; these follow the Java client.
+    #: The Java client retries it (its exception is a ``RetriableException``).
+    client_retriable: ClassVar[bool] = False
+    #: Refresh the cluster metadata before retrying (Java's ``InvalidMetadataException``).
+    needs_metadata_refresh: ClassVar[bool] = False
+    #: The group or transaction coordinator is gone or moved: look it up again.
+    coordinator_moved: ClassVar[bool] = False
+    #: The coordinator is loading its state: retry the same coordinator after a backoff.
+    coordinator_loading: ClassVar[bool] = False
+    #: The group member's id or generation/epoch is no longer valid: join again.
+    member_fenced: ClassVar[bool] = False
+    #: A newer producer (or a timed-out transaction) fenced this producer's epoch.
+    producer_fenced: ClassVar[bool] = False
+    #: Retrying cannot help and the client (group member, transactional producer) cannot go
+    #: on: the error is raised to the application and the role stops.
+    fatal: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -1599,30 +1632,67 @@ def _rebuild_unknown(error_code: int, args: tuple[object, ...]) -> UnknownError:
     return _unknown_code_class(error_code)(*args)
 
 
+# ---------------------------------------------------------------------------------------
+# Properties of an error code: the one place where codes are grouped by what they mean to
+# the client. Other modules ask the class (``err.coordinator_moved``), never the integer.
+
 #: Codes the Java client retries (``RetriableException``) whose aiokafka class says
 #: ``retriable = False``; the classes keep aiokafka's flags so that code written for aiokafka
-#: behaves the same, and rackafka's own retry logic asks :func:`is_retriable`.
+#: behaves the same, and rackafka's own retry logic asks ``client_retriable``.
 _JAVA_RETRIABLE = frozenset({2, 9, 13, 51, 70, 71, 72})
 #: Likewise for ``invalid_metadata`` (Java's ``InvalidMetadataException``).
 _JAVA_INVALID_METADATA = frozenset({9, 13, 72})
+#: COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, and REQUEST_TIMED_OUT (after which the Java
+#: consumer's coordinator also forgets the coordinator).
+_COORDINATOR_MOVED = frozenset({7, 15, 16})
+#: COORDINATOR_LOAD_IN_PROGRESS.
+_COORDINATOR_LOADING = frozenset({14})
+#: ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID (classic and KIP-848), FENCED_MEMBER_EPOCH.
+_MEMBER_FENCED = frozenset({22, 25, 110})
+#: INVALID_PRODUCER_EPOCH, PRODUCER_FENCED.
+_PRODUCER_FENCED = frozenset({47, 90})
+#: Codes no retry can cure and after which the role cannot go on (the Java client's fatal
+#: errors of a group member and of a transactional producer): GROUP_AUTHORIZATION_FAILED,
+#: CLUSTER_AUTHORIZATION_FAILED, the producer fenced, TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+#: FENCED_INSTANCE_ID, UNSUPPORTED_FOR_MESSAGE_FORMAT, SASL_AUTHENTICATION_FAILED.
+_FATAL = frozenset({30, 31, 43, 53, 58, 82}) | _PRODUCER_FENCED
+
+
+def _set_properties() -> None:
+    for code, cls in ERROR_CODES.items():
+        cls.client_retriable = code in _JAVA_RETRIABLE or bool(cls.retriable)
+        cls.needs_metadata_refresh = code in _JAVA_INVALID_METADATA or bool(cls.invalid_metadata)
+        cls.coordinator_moved = code in _COORDINATOR_MOVED
+        cls.coordinator_loading = code in _COORDINATOR_LOADING
+        cls.member_fenced = code in _MEMBER_FENCED
+        cls.producer_fenced = code in _PRODUCER_FENCED
+        cls.fatal = code in _FATAL
+
+
+_set_properties()
 
 
 def is_retriable(error: type[BaseException] | BaseException) -> bool:
     """Whether the Java client retries ``error`` (a class or an instance).
 
-    The same as its ``retriable`` flag, but for the few codes where aiokafka's flag (which
-    rackafka's classes copy) says otherwise.
+    For a :class:`BrokerResponseError` this is its ``client_retriable`` property: the same
+    as its ``retriable`` flag but for the few codes where aiokafka's flag (which rackafka's
+    classes copy) says otherwise. For other errors, their ``retriable`` flag.
     """
-    if getattr(error, "errno", None) in _JAVA_RETRIABLE:
-        return True
+    if isinstance(error, BrokerResponseError) or (
+        isinstance(error, type) and issubclass(error, BrokerResponseError)
+    ):
+        return error.client_retriable
     return bool(getattr(error, "retriable", False))
 
 
 def is_invalid_metadata(error: type[BaseException] | BaseException) -> bool:
     """Whether metadata should be refreshed before retrying ``error``, as the Java client
-    does (see :func:`is_retriable`)."""
-    if getattr(error, "errno", None) in _JAVA_INVALID_METADATA:
-        return True
+    does (for a :class:`BrokerResponseError`, its ``needs_metadata_refresh`` property)."""
+    if isinstance(error, BrokerResponseError) or (
+        isinstance(error, type) and issubclass(error, BrokerResponseError)
+    ):
+        return error.needs_metadata_refresh
     return bool(getattr(error, "invalid_metadata", False))
 
 
