@@ -11,16 +11,27 @@ import logging
 
 import pytest
 
-from rackafka import AIOKafkaConsumer, SubscriptionPattern, TopicPartition
+from rackafka import AIOKafkaConsumer, SubscriptionPattern, TopicPartition, errors
 from rackafka.abc import ConsumerRebalanceListener
 from rackafka.errors import IllegalStateError, KafkaConfigurationError
+from rackafka.group.consumer_group import ConsumerGroupProtocol
 
 from ._util import drain, wait_shared, wait_until
 
+
+def member_id(consumer: AIOKafkaConsumer) -> str:
+    """The KIP-848 member id of ``consumer`` (its own, kept when it is fenced)."""
+    group = consumer._coordinator
+    assert group is not None
+    protocol = group.protocol
+    assert isinstance(protocol, ConsumerGroupProtocol)
+    return protocol.member_id
+
+
 pytestmark = pytest.mark.fault_injection
 
-FENCED_MEMBER_EPOCH = 110
-UNKNOWN_MEMBER_ID = 25
+FENCED_MEMBER_EPOCH = errors.FencedMemberEpochError.errno
+UNKNOWN_MEMBER_ID = errors.UnknownMemberIdError.errno
 CONSUMER_GROUP_HEARTBEAT = 68
 
 
@@ -195,13 +206,13 @@ async def test_a_fenced_member_loses_its_partitions_and_joins_again(cluster, err
     await c.start()
     try:
         all3 = {TopicPartition(topic, p) for p in range(3)}
-        first_id = c._coordinator.member_id
+        first_id = member_id(c)
         cluster.push_request_errors(CONSUMER_GROUP_HEARTBEAT, error)
         with caplog.at_level(logging.INFO, logger="rackafka.group"):
             await wait_until(lambda: any(k == "lost" for k, _ in rec.calls), 10, "lost")
             await wait_until(lambda: rec.calls[-1] == ("assigned", all3), 10, "assigned again")
         assert rec.calls == [("assigned", all3), ("lost", all3), ("assigned", all3)]
-        assert c._coordinator.member_id == first_id  # the same member id, epoch 0
+        assert member_id(c) == first_id  # the same member id, epoch 0
         assert "fenced" in caplog.text
         # Reading and committing work after the new join.
         got = 0
@@ -222,7 +233,8 @@ async def test_a_commit_with_a_stale_epoch_is_retried(cluster) -> None:
     try:
         tp = TopicPartition("cp-stale", 0)
         await c.getmany(tp, timeout_ms=2000)
-        cluster.push_request_errors("OffsetCommit", 113, 113)
+        stale = errors.StaleMemberEpochError.errno
+        cluster.push_request_errors("OffsetCommit", stale, stale)
         await c.commit({tp: 7})
         assert await c.committed(tp) == 7
     finally:
@@ -286,8 +298,8 @@ async def test_the_rack_goes_in_the_heartbeat_auto_included(
     await b.start()
     try:
         racks = cluster.front.stats.member_racks
-        assert racks[a._coordinator.member_id] == "az-c"
-        assert racks[b._coordinator.member_id] == "az-b"
+        assert racks[member_id(a)] == "az-c"
+        assert racks[member_id(b)] == "az-b"
         await wait_until(
             lambda: (
                 len(a.assignment()) + len(b.assignment()) == 3 and a.assignment() and b.assignment()
@@ -393,13 +405,13 @@ async def test_a_subscription_change_is_sent_without_rejoining(cluster) -> None:
     a.subscribe(["cp-change-1"], listener=rec)
     await a.start()
     try:
-        epoch_id = a._coordinator.member_id
+        epoch_id = member_id(a)
         a.subscribe(["cp-change-1", "cp-change-2"], listener=rec)
         await wait_until(lambda: len(a.assignment()) == 4, 10, "both topics")
         added = {TopicPartition("cp-change-2", p) for p in range(2)}
         assert rec.calls[-1] == ("assigned", added)
         assert not any(kind == "revoked" for kind, _ in rec.calls)
-        assert a._coordinator.member_id == epoch_id
+        assert member_id(a) == epoch_id
     finally:
         await a.stop()
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-import rackafka.group.coordinator as coordinator_module
+import rackafka.group.classic as classic_module
 from rackafka import AIOKafkaConsumer
 from rackafka.errors import (
     GroupAuthorizationFailedError,
@@ -23,7 +23,7 @@ from rackafka.group.assignors import AssignmentInput, PartitionAssignor
 from rackafka.structs import TopicPartition
 from rackafka.testing import EmbeddedCluster
 
-GROUP_AUTHORIZATION_FAILED = 30
+GROUP_AUTHORIZATION_FAILED = GroupAuthorizationFailedError.errno
 WAIT = 30.0
 
 
@@ -130,7 +130,7 @@ async def test_an_assignment_that_cannot_be_decoded_is_raised(
     def undecodable(data: bytes) -> Any:
         raise KafkaProtocolError("truncated ConsumerProtocolAssignment")
 
-    monkeypatch.setattr(coordinator_module, "decode_assignment", undecodable)
+    monkeypatch.setattr(classic_module, "decode_assignment", undecodable)
     async with EmbeddedCluster(brokers=1, racks=None) as cluster:
         cluster.create_topic("undecodable", 1, 1)
         consumer = AIOKafkaConsumer(

@@ -22,7 +22,7 @@ from ._util import wait_until
 pytestmark = pytest.mark.fault_injection
 
 HEARTBEAT = 12
-FENCED_INSTANCE_ID = 82
+FENCED_INSTANCE_ID = FencedInstanceIdError.errno
 
 
 class Lost(ConsumerRebalanceListener):
@@ -102,11 +102,11 @@ async def test_no_record_of_a_partition_being_revoked_is_handed_out(embedded_clu
             "records of every partition buffered",
         )
         # Hold a's commit on revocation until the test has polled.
-        coordinator = a._coordinator
+        offsets = a._coordinator.offsets
         committing: asyncio.Event = asyncio.Event()
         release: asyncio.Event = asyncio.Event()
         revoked: set[TopicPartition] = set()
-        commit_positions = coordinator.commit_positions
+        commit_positions = offsets.commit_positions
 
         async def slow_commit(partitions=None) -> None:
             if partitions is not None:
@@ -115,7 +115,7 @@ async def test_no_record_of_a_partition_being_revoked_is_handed_out(embedded_clu
                 await release.wait()
             await commit_positions(partitions)
 
-        coordinator.commit_positions = slow_commit
+        offsets.commit_positions = slow_commit
         b = AIOKafkaConsumer(
             bootstrap_servers=c.bootstrap_servers,
             group_id="g-revoking",

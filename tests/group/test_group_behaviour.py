@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from rackafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+from rackafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition, errors
 from rackafka.errors import CommitFailedError
 from rackafka.protocol import frames
 from rackafka.protocol.apis.join_group import JOIN_GROUP
@@ -29,11 +29,11 @@ from tests.group.test_group_consumer import wait_until
 
 pytestmark = pytest.mark.fault_injection
 
-NOT_COORDINATOR = 16
-COORDINATOR_LOAD_IN_PROGRESS = 14
-REBALANCE_IN_PROGRESS = 27
-UNKNOWN_MEMBER_ID = 25
-ILLEGAL_GENERATION = 22
+NOT_COORDINATOR = errors.NotCoordinatorForGroupError.errno
+COORDINATOR_LOAD_IN_PROGRESS = errors.GroupLoadInProgressError.errno
+REBALANCE_IN_PROGRESS = errors.RebalanceInProgressError.errno
+UNKNOWN_MEMBER_ID = errors.UnknownMemberIdError.errno
+ILLEGAL_GENERATION = errors.IllegalGenerationError.errno
 
 
 # -- helpers ---------------------------------------------------------------------------

@@ -412,6 +412,7 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
             "heartbeat_interval_ms": heartbeat_interval_ms,
             "max_poll_interval_ms": max_poll_interval_ms,
             "retry_backoff_ms": retry_backoff_ms,
+            "retry_backoff_max_ms": retry_backoff_max_ms,
             "enable_auto_commit": bool(enable_auto_commit),
             "auto_commit_interval_ms": auto_commit_interval_ms,
             "client_rack": client_rack,

@@ -19,11 +19,12 @@ keeps.
 * Leaving (close, unsubscribe, ``max_poll_interval_ms``): epoch -1, or -2 for a
   static member, whose place is kept for its session.
 * Commits carry the member epoch (OffsetCommit v9+); a stale epoch is retried
-  with the current one.
+  with the current one (:mod:`rackafka.group.offsets`).
 
-The membership loop, the coordinator look-up, unsubscribe and the offset
-calls are the classic coordinator's (:mod:`rackafka.group.coordinator`); this
-module never sends JoinGroup, SyncGroup or Heartbeat.
+:class:`ConsumerGroupProtocol` is the strategy the membership loop
+(:class:`~rackafka.group.coordinator.GroupCoordinator`) holds for this protocol; the
+loop, the coordinator look-up, unsubscribe and the offsets are the same for both
+protocols.  This module never sends JoinGroup, SyncGroup or Heartbeat.
 """
 
 from __future__ import annotations
@@ -41,26 +42,23 @@ from rackafka.errors import (
     UnsupportedVersionError,
     for_code,
 )
-from rackafka.group.coordinator import (
-    _COORDINATOR_GONE,
-    COORDINATOR_LOAD_IN_PROGRESS,
+from rackafka.group.coordinator import GroupCoordinator
+from rackafka.group.listeners import Listeners
+from rackafka.group.session import (
     GROUP_CHANNEL,
-    UNKNOWN_MEMBER_ID,
-    GroupCoordinator,
+    CoordinatorGone,
+    GroupSession,
     GroupState,
-    _CoordinatorGone,
-    _Rejoin,
+    Rejoin,
 )
 from rackafka.protocol.apis.consumer_group_heartbeat import CONSUMER_GROUP_HEARTBEAT
 from rackafka.structs import TopicPartition
 
 log = logging.getLogger("rackafka.group")
 
-FENCED_MEMBER_EPOCH = 110
 #: Epochs of a leaving member: a dynamic one, and a static one keeping its place.
 LEAVE_EPOCH = -1
 LEAVE_STATIC_EPOCH = -2
-_FENCED = (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH)
 #: How long a member whose subscription matches no topic waits before looking again.
 _IDLE_SUBSCRIPTION_S = 5.0
 
@@ -70,16 +68,26 @@ def new_member_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
 
 
-class ConsumerGroupMember(GroupCoordinator):
-    """Keeps one consumer in a KIP-848 consumer group and commits its offsets."""
+def ConsumerGroupMember(  # noqa: N802 (a class's name: what the consumer constructs)
+    *args: Any, server_assignor: str | None = None, **kwargs: Any
+) -> GroupCoordinator:
+    """A membership loop holding the KIP-848 protocol (the arguments of
+    :class:`~rackafka.group.coordinator.GroupCoordinator`, and the server-side assignor)."""
+
+    def protocol(session: GroupSession, listeners: Listeners) -> ConsumerGroupProtocol:
+        return ConsumerGroupProtocol(session, listeners, server_assignor=server_assignor)
+
+    return GroupCoordinator(*args, protocol=protocol, **kwargs)
+
+
+class ConsumerGroupProtocol:
+    """The KIP-848 consumer group protocol, as a strategy of the membership loop."""
 
     def __init__(
-        self,
-        *args: Any,
-        server_assignor: str | None = None,
-        **kwargs: Any,
+        self, session: GroupSession, listeners: Listeners, *, server_assignor: str | None
     ) -> None:
-        super().__init__(*args, **kwargs)
+        self._session = session
+        self._listeners = listeners
         self._server_assignor = server_assignor
         self.member_id = new_member_id()
         #: The epoch of the next heartbeat: 0 joins.
@@ -97,96 +105,103 @@ class ConsumerGroupMember(GroupCoordinator):
         self._version: int | None = None
         #: The subscription the coordinator knows (names, regex).
         self._sent: tuple[list[str], str | None] | None = None
+        #: The pauses while the coordinator is loading.
+        self._loading = session.retry.start()
 
-    # -- hooks of the classic loop ---------------------------------------------------
-
-    def _leaves_on_close(self) -> bool:
+    @property
+    def sends_leave(self) -> bool:
         return True  # a static member says so with epoch -2 and keeps its place
 
-    def _fetch_member(self) -> dict[str, Any]:
-        if self.state.generation_id < 0:
+    def offset_fetch_member(self) -> dict[str, Any]:
+        state = self._session.state
+        if state.generation_id < 0:
             return {}
-        return {"member_id": self.state.member_id, "member_epoch": self.state.generation_id}
+        return {"member_id": state.member_id, "member_epoch": state.generation_id}
 
-    def request_rejoin(self) -> None:
-        """The subscription changed: say so in the next heartbeat (join if not a member)."""
-        self._unsubscribed = False
-        if self.state.member_id and not self._need_rejoin:
+    def subscription_changed(self) -> None:
+        """Say so in the next heartbeat (join if not a member)."""
+        session = self._session
+        if session.state.member_id and not session.need_rejoin:
             self._subscription_changed = True
-            self._next_heartbeat = 0.0
+            session.heartbeat_now()
         else:
-            self._need_rejoin = True
-        self._wakeup.set()
+            session.rejoin_soon()
 
-    def _on_metadata(self, cluster: ClusterMetadata) -> None:
-        if self._unsubscribed or self._pending_leave is not None or self._need_rejoin:
-            return
-        if self._pattern is not None:
-            self._pattern()
+    def on_metadata(self, cluster: ClusterMetadata) -> None:
+        session = self._session
+        if session.pattern is not None:
+            session.pattern()
         if self._sent is not None and self._subscription()[0] != self._sent[0]:
-            log.info("group %s: subscribed topics changed", self.group_id)
+            log.info("group %s: subscribed topics changed", session.group_id)
             self._subscription_changed = True
-            self._next_heartbeat = 0.0
-            self._wakeup.set()
+            session.heartbeat_now()
         elif self._unresolved and {tid for tid, _ in self._unresolved} & set(
             cluster.topic_ids.values()
         ):
-            self._next_heartbeat = 0.0  # (the heartbeat path reconciles first)
-            self._wakeup.set()
+            session.heartbeat_now()  # (the heartbeat path reconciles first)
 
-    async def _rebalance(self) -> None:
+    def heartbeat_due_now(self) -> bool:
+        return self._ack is not None or self._subscription_changed
+
+    async def join(self) -> None:
         """Join: a heartbeat with epoch 0 and every field."""
-        topics = await self._subscribed_topics()
-        if not topics and not self._subs.regex:
+        session = self._session
+        listeners = self._listeners
+        topics = await session.subscribed_topics()
+        if not topics and not session.subs.regex:
             # Nothing to subscribe to (a pattern that matches no topic yet): no member
             # without topics; look again later.
-            if self._group_owned:
-                await self._revoke(set(self._group_owned))  # commits first (auto commit)
-            if self.state.member_id:
-                await self._leave()
-            self._assign(set(), set())
-            self._assigned_event.set()
-            self._wakeup.clear()
+            if listeners.owned:
+                await listeners.revoke(set(listeners.owned))  # commits first (auto commit)
+            if session.state.member_id:
+                await self.leave()
+            listeners.assign(set(), set())
+            listeners.assigned_event.set()
+            session.wakeup.clear()
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._wakeup.wait(), _IDLE_SUBSCRIPTION_S)
+                await asyncio.wait_for(session.wakeup.wait(), _IDLE_SUBSCRIPTION_S)
             return
         self._epoch = 0
         self._full = True
         self._subscription_changed = True
         await self._exchange()
-        if self._pending_leave is not None:
+        if session.pending_leave is not None:
             return
-        self._need_rejoin = False
-        self.rebalances += 1
+        session.need_rejoin = False
+        session.rebalances += 1
 
-    async def _heartbeat(self) -> None:
+    async def heartbeat(self) -> None:
+        session = self._session
         if self._unresolved:
             await self._reconcile()
         if self._subscription_changed:
-            await self._subscribed_topics()
-            if not self._subs.topics and not self._subs.regex:
-                self._need_rejoin = True  # (leaves, then waits for topics)
+            await session.subscribed_topics()
+            if not session.subs.topics and not session.subs.regex:
+                session.need_rejoin = True  # (leaves, then waits for topics)
                 return
         await self._exchange()
 
-    async def _leave_on_poll_timeout(self) -> None:
-        owned = set(self._group_owned)
+    async def leave_on_poll_timeout(self) -> None:
+        owned = set(self._listeners.owned)
         if owned:
-            await self._lose(owned)
-        await self._leave()
+            await self._listeners.lose(owned)
+        await self.leave()
 
-    async def _leave(self) -> None:
-        if self.state.member_id and self.coordinator_id is not None:
-            epoch = LEAVE_EPOCH if self.group_instance_id is None else LEAVE_STATIC_EPOCH
-            log.info("group %s: member %s leaves (epoch %d)", self.group_id, self.member_id, epoch)
-            with contextlib.suppress(_CoordinatorGone, KafkaError):
-                await self._send(
+    async def leave(self) -> None:
+        session = self._session
+        if session.state.member_id and session.coordinator_id is not None:
+            epoch = LEAVE_EPOCH if session.group_instance_id is None else LEAVE_STATIC_EPOCH
+            log.info(
+                "group %s: member %s leaves (epoch %d)", session.group_id, self.member_id, epoch
+            )
+            with contextlib.suppress(CoordinatorGone, KafkaError):
+                await session.send(
                     CONSUMER_GROUP_HEARTBEAT,
                     CONSUMER_GROUP_HEARTBEAT.Request(
-                        group_id=self.group_id,
-                        member_id=self.state.member_id,
+                        group_id=session.group_id,
+                        member_id=session.state.member_id,
                         member_epoch=epoch,
-                        instance_id=self.group_instance_id,
+                        instance_id=session.group_instance_id,
                         rack_id=None,
                         rebalance_timeout_ms=-1,
                         subscribed_topic_names=None,
@@ -201,7 +216,7 @@ class ConsumerGroupMember(GroupCoordinator):
 
     def _forget(self) -> None:
         """Out of the group: the next heartbeat joins with epoch 0 and every field."""
-        self.state = GroupState()
+        self._session.state = GroupState()
         self._epoch = 0
         self._full = True
         self._target = None
@@ -211,14 +226,13 @@ class ConsumerGroupMember(GroupCoordinator):
 
     def _subscription(self) -> tuple[list[str], str | None]:
         """The subscription to send: topic names, and the coordinator's regex ("" none)."""
-        if self._subs.regex:
-            return [], self._subs.regex
-        return sorted(self._subs.topics), ""
-
-    def _heartbeat_due_now(self) -> bool:
-        return self._ack is not None or self._subscription_changed
+        subs = self._session.subs
+        if subs.regex:
+            return [], subs.regex
+        return sorted(subs.topics), ""
 
     def _request(self, version: int) -> Any:
+        session = self._session
         # Epoch 0 is a join, which must carry the whole membership every time.
         full = self._full or self._epoch == 0
         topics: list[str] | None = None
@@ -229,17 +243,17 @@ class ConsumerGroupMember(GroupCoordinator):
             if version < 1:
                 if regex:
                     raise UnsupportedVersionError(
-                        f"group {self.group_id}: a SubscriptionPattern needs "
+                        f"group {session.group_id}: a SubscriptionPattern needs "
                         "ConsumerGroupHeartbeat v1 (Apache Kafka 4.0 and later)"
                     )
                 regex = None
         return CONSUMER_GROUP_HEARTBEAT.Request(
-            group_id=self.group_id,
-            member_id=self.member_id if version >= 1 or self.state.member_id else "",
+            group_id=session.group_id,
+            member_id=self.member_id if version >= 1 or session.state.member_id else "",
             member_epoch=self._epoch,
-            instance_id=self.group_instance_id if full else None,
-            rack_id=self._client_rack if full else None,
-            rebalance_timeout_ms=self._rebalance_timeout_ms if full else -1,
+            instance_id=session.group_instance_id if full else None,
+            rack_id=session.client_rack if full else None,
+            rebalance_timeout_ms=session.rebalance_timeout_ms if full else -1,
             subscribed_topic_names=topics,
             subscribed_topic_regex=regex,
             server_assignor=self._server_assignor if full else None,
@@ -250,54 +264,56 @@ class ConsumerGroupMember(GroupCoordinator):
 
     async def _exchange(self) -> None:
         """One heartbeat and what its answer asks for."""
-        node = self.coordinator_id
+        session = self._session
+        node = session.coordinator_id
         if node is None:
-            raise _CoordinatorGone()
+            raise CoordinatorGone()
         if self._version is None:
             try:
-                self._version = await self._client.api_version(
+                self._version = await session.client.api_version(
                     node, CONSUMER_GROUP_HEARTBEAT, channel=GROUP_CHANNEL
                 )
             except UnsupportedVersionError:
                 raise UnsupportedVersionError(
-                    f"group {self.group_id}: group_protocol='consumer' needs brokers that "
+                    f"group {session.group_id}: group_protocol='consumer' needs brokers that "
                     "speak ConsumerGroupHeartbeat (KIP-848, Apache Kafka 4.0 and later); "
                     "use group_protocol='classic' with this cluster"
                 ) from None
         request = self._request(self._version)
         try:
-            resp = await self._send(CONSUMER_GROUP_HEARTBEAT, request)
+            resp = await session.send(CONSUMER_GROUP_HEARTBEAT, request)
         except BaseException:
             self._full = True  # as Java: after a failed heartbeat, the next one says it all
             raise
         code = resp.error_code
         if code:
             self._full = True
-        if code == COORDINATOR_LOAD_IN_PROGRESS:
-            await asyncio.sleep(self._backoff)
-            return
-        if code in _FENCED:
-            log.info(
-                "group %s: member %s was fenced (error %d, epoch %d); joining again",
-                self.group_id,
-                self.member_id,
-                code,
-                self._epoch,
-            )
-            owned = set(self._group_owned)
-            if owned:
-                await self._lose(owned)
-            self._forget()
-            raise _Rejoin()
-        if code in _COORDINATOR_GONE:
-            raise _CoordinatorGone()
-        if code:
+            err = for_code(code)
+            if err.coordinator_loading:
+                await asyncio.sleep(self._loading.next())
+                return
+            if err.member_fenced:
+                log.info(
+                    "group %s: member %s was fenced (error %d, epoch %d); joining again",
+                    session.group_id,
+                    self.member_id,
+                    code,
+                    self._epoch,
+                )
+                owned = set(self._listeners.owned)
+                if owned:
+                    await self._listeners.lose(owned)
+                self._forget()
+                raise Rejoin()
+            if err.coordinator_moved:
+                raise CoordinatorGone()
             # Retriable errors are retried after a pause by the loop; the rest (an
             # unsupported assignor, an instance id still in use, authorization...) are
             # fatal and surface from the application's next poll.
-            raise for_code(code)(
-                f"ConsumerGroupHeartbeat for group {self.group_id}: {resp.error_message or ''}"
+            raise err(
+                f"ConsumerGroupHeartbeat for group {session.group_id}: {resp.error_message or ''}"
             )
+        self._loading.reset()
         # Accepted: what was sent is now known to the coordinator.
         if request.subscribed_topic_names is not None:
             self._sent = (list(request.subscribed_topic_names), request.subscribed_topic_regex)
@@ -308,9 +324,11 @@ class ConsumerGroupMember(GroupCoordinator):
         if resp.member_id:
             self.member_id = resp.member_id
         self._epoch = resp.member_epoch
-        self.state = GroupState(self.member_id, resp.member_epoch if resp.member_epoch > 0 else -1)
+        session.state = GroupState(
+            self.member_id, resp.member_epoch if resp.member_epoch > 0 else -1
+        )
         if resp.heartbeat_interval_ms > 0:
-            self._heartbeat_interval = resp.heartbeat_interval_ms / 1000
+            session.heartbeat_interval = resp.heartbeat_interval_ms / 1000
         if resp.assignment is not None:
             self._target = {
                 (t.topic_id, p) for t in resp.assignment.topic_partitions for p in t.partitions
@@ -318,9 +336,9 @@ class ConsumerGroupMember(GroupCoordinator):
             await self._reconcile()
 
     def _owned_by_id(self) -> list[dict[str, Any]]:
-        ids = self._client.cluster.topic_ids
+        ids = self._session.client.cluster.topic_ids
         by_topic: dict[Any, list[int]] = {}
-        for tp in sorted(self._group_owned):
+        for tp in sorted(self._listeners.owned):
             tid = ids.get(tp.topic)
             if tid is not None:
                 by_topic.setdefault(tid, []).append(tp.partition)
@@ -331,16 +349,17 @@ class ConsumerGroupMember(GroupCoordinator):
     async def _resolve(self) -> set[TopicPartition]:
         """The target by topic name; ids metadata does not know yet stay unresolved."""
         assert self._target is not None
-        names = {tid: name for name, tid in self._client.cluster.topic_ids.items()}
+        client = self._session.client
+        names = {tid: name for name, tid in client.cluster.topic_ids.items()}
         if any(tid not in names for tid, _ in self._target):
             with contextlib.suppress(KafkaError):
-                await self._client.refresh_metadata()
-            names = {tid: name for name, tid in self._client.cluster.topic_ids.items()}
+                await client.refresh_metadata()
+            names = {tid: name for name, tid in client.cluster.topic_ids.items()}
         self._unresolved = {(tid, p) for tid, p in self._target if tid not in names}
         if self._unresolved:
             log.info(
                 "group %s: %d assigned partitions are of topics not in metadata yet",
-                self.group_id,
+                self._session.group_id,
                 len(self._unresolved),
             )
         return {TopicPartition(names[tid], p) for tid, p in self._target if tid in names}
@@ -349,33 +368,32 @@ class ConsumerGroupMember(GroupCoordinator):
         """Revoke what the target took away, take what it added, acknowledge at once."""
         if self._target is None:
             return
+        session = self._session
+        listeners = self._listeners
         target = await self._resolve()
-        if self._subs.regex:
+        if session.subs.regex:
             # The coordinator's matches: they are the subscription (and stay in metadata).
-            self._subs.topics = {tp.topic for tp in target}
-            self._client.add_topics(self._subs.topics)
-        owned = set(self._group_owned)
+            session.subs.topics = {tp.topic for tp in target}
+            session.client.add_topics(session.subs.topics)
+        owned = set(listeners.owned)
         revoked = owned - target
         added = target - owned
         if revoked:
-            await self._revoke(revoked)  # commits first (auto commit), tells the listener
-        if revoked or added or not self._assigned_event.is_set():
+            await listeners.revoke(revoked)  # commits first (auto commit), tells the listener
+        if revoked or added or not listeners.assigned_event.is_set():
             assigned = (owned - revoked) | added
-            self._assign(assigned, added)
-            self._assigned_event.set()
+            listeners.assign(assigned, added)
+            listeners.assigned_event.set()
             log.info(
                 "group %s epoch %d: assigned %s (added %d, revoked %d)",
-                self.group_id,
+                session.group_id,
                 self._epoch,
                 sorted(assigned),
                 len(added),
                 len(revoked),
             )
-            listener = self._listener()
-            if listener is not None:
-                # After every reconciliation, with the partitions added (empty when none),
-                # as Kafka's Java consumer does with this protocol.
-                await self._call_listener(listener.on_partitions_assigned, added)
+            # After every reconciliation, with the partitions added (empty when none),
+            # as Kafka's Java consumer does with this protocol.
+            await listeners.tell_assigned(added)
             self._ack = self._owned_by_id()
-            self._next_heartbeat = 0.0  # acknowledge now: others may wait for these
-            self._wakeup.set()
+            session.heartbeat_now()  # acknowledge now: others may wait for these

@@ -1,0 +1,284 @@
+"""What the parts of one group member share: its coordinator, its membership, its timers.
+
+A consumer's group membership is made of small parts that work on one
+:class:`GroupSession`:
+
+* the membership loop (:class:`rackafka.group.coordinator.GroupCoordinator`): finds the
+  coordinator, times heartbeats and polls, leaves, surfaces fatal errors;
+* a protocol strategy (:class:`GroupProtocol`): the classic protocol
+  (:mod:`rackafka.group.classic`: JoinGroup, SyncGroup, Heartbeat and the assignors) or
+  KIP-848's (:mod:`rackafka.group.consumer_group`: ConsumerGroupHeartbeat);
+* the partitions and the rebalance listener calls (:mod:`rackafka.group.listeners`);
+* the offsets (:mod:`rackafka.group.offsets`: commits, auto commit, committed offsets).
+
+The session holds the state they share (the coordinator's node, the member id and
+generation or epoch, whether the member must join again, when the next heartbeat is
+due) and the requests to the coordinator: finding it, sending to it, and the reaction to
+the group errors every group request shares.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from rackafka._backoff import BackoffPolicy
+from rackafka.client import KafkaClient
+from rackafka.cluster import ClusterMetadata
+from rackafka.errors import (
+    BrokerResponseError,
+    FencedInstanceIdError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    RebalanceInProgressError,
+    for_code,
+    is_retriable,
+)
+from rackafka.structs import OffsetAndMetadata, TopicPartition
+from rackafka.subscription import SubscriptionState
+
+log = logging.getLogger("rackafka.group")
+
+#: The client connection channel of group traffic (never behind a Fetch).
+GROUP_CHANNEL = "group"
+
+
+class Rejoin(Exception):
+    """Internal: the current join round is over, start another."""
+
+
+class CoordinatorGone(Exception):
+    """Internal: find the coordinator again."""
+
+
+class StaleEpoch(Exception):
+    """Internal: a commit carried an older member epoch (KIP-848): retry with the current one."""
+
+
+@dataclass
+class GroupState:
+    """Membership as the coordinator last told it."""
+
+    member_id: str = ""
+    generation_id: int = -1
+    protocol: str | None = None
+    leader_id: str | None = None
+
+    @property
+    def is_leader(self) -> bool:
+        return bool(self.member_id) and self.member_id == self.leader_id
+
+
+@dataclass
+class PendingLeave:
+    """An unsubscribe() not yet carried out by the membership loop."""
+
+    #: The positions when the application unsubscribed (to commit, with auto commit).
+    offsets: dict[TopicPartition, OffsetAndMetadata]
+    #: The rebalance listener of the subscription that ended.
+    listener: Any
+
+
+class GroupProtocol(Protocol):
+    """How a member joins, keeps and leaves its place: one per group protocol.
+
+    The membership loop holds one and calls it; the strategy reads and updates the
+    :class:`GroupSession` (membership state, ``need_rejoin``, the heartbeat timer) and
+    hands partitions out and back through the listeners.
+    """
+
+    @property
+    def sends_leave(self) -> bool:
+        """Whether close() and unsubscribe() tell the coordinator that the member leaves."""
+        ...
+
+    async def join(self) -> None:
+        """One join round (the loop calls it while ``session.need_rejoin``)."""
+        ...
+
+    async def heartbeat(self) -> None:
+        """One heartbeat, when it is due, and what its answer asks for."""
+        ...
+
+    def heartbeat_due_now(self) -> bool:
+        """After a join: whether the next heartbeat must go at once."""
+        ...
+
+    async def leave(self) -> None:
+        """Tell the coordinator that the member leaves (if it is one); forget the membership."""
+        ...
+
+    async def leave_on_poll_timeout(self) -> None:
+        """``max_poll_interval_ms`` passed without a poll: give the partitions up, leave."""
+        ...
+
+    def subscription_changed(self) -> None:
+        """The application's subscription changed (join again, or say so)."""
+        ...
+
+    def on_metadata(self, cluster: ClusterMetadata) -> None:
+        """New metadata while the member is in the group with a subscription."""
+        ...
+
+    def offset_fetch_member(self) -> dict[str, Any]:
+        """The member fields of an OffsetFetch (v9+)."""
+        ...
+
+
+class GroupSession:
+    """The coordinator, the membership and the timers one group member's parts share."""
+
+    def __init__(
+        self,
+        client: KafkaClient,
+        subscriptions: SubscriptionState,
+        *,
+        group_id: str,
+        group_instance_id: str | None,
+        client_rack: str | None,
+        session_timeout_ms: int,
+        rebalance_timeout_ms: int,
+        heartbeat_interval_ms: float,
+        retry: BackoffPolicy,
+        pattern: Callable[[], Any] | None,
+    ) -> None:
+        self.client = client
+        self.subs = subscriptions
+        self.group_id = group_id
+        self.group_instance_id = group_instance_id
+        self.client_rack = client_rack
+        self.session_timeout_ms = session_timeout_ms
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        #: Seconds between heartbeats (KIP-848: as the coordinator says).
+        self.heartbeat_interval = heartbeat_interval_ms / 1000
+        #: The pauses between retries of group requests.
+        self.retry = retry
+        #: Matches the subscription's pattern against the cluster's topics (None: no pattern).
+        self.pattern = pattern
+        self.state = GroupState()
+        self.coordinator_id: int | None = None
+        self.need_rejoin = True
+        #: When the next heartbeat is due (monotonic clock; 0: now).
+        self.next_heartbeat = 0.0
+        #: Wakes the membership loop (a subscription, a poll, an assignment to acknowledge).
+        self.wakeup = asyncio.Event()
+        #: unsubscribe(): a leave to carry out, then no membership until a subscription.
+        self.pending_leave: PendingLeave | None = None
+        self.unsubscribed = False
+        #: Set when another consumer with our group_instance_id took our place: raised
+        #: by every later poll and commit, the membership stops for good.
+        self.fenced: FencedInstanceIdError | None = None
+        #: The topics (and their partition counts) of the last join.
+        self.joined_topics: dict[str, int] = {}
+        self.rebalances = 0
+
+    def rejoin_soon(self) -> None:
+        """Join again at the membership loop's next turn."""
+        self.need_rejoin = True
+        self.wakeup.set()
+
+    def heartbeat_now(self) -> None:
+        """Send the next heartbeat at once."""
+        self.next_heartbeat = 0.0
+        self.wakeup.set()
+
+    def raise_if_fenced(self) -> None:
+        """Raise :class:`~rackafka.errors.FencedInstanceIdError` if another consumer with
+        this ``group_instance_id`` took this member's place."""
+        if self.fenced is not None:
+            raise self.fenced
+
+    # -- the coordinator ---------------------------------------------------------------
+
+    def coordinator_dead(self) -> None:
+        if self.coordinator_id is not None:
+            log.info("group %s: coordinator %s is gone", self.group_id, self.coordinator_id)
+        self.coordinator_id = None
+
+    async def ensure_coordinator(self) -> int:
+        """The coordinator's node, looked up (FindCoordinator) until one is found."""
+        backoff = self.retry.start()
+        first = True
+        while self.coordinator_id is None:
+            if not first:
+                # Growing pauses with jitter while no coordinator can be found (KIP-580).
+                await asyncio.sleep(backoff.next())
+            first = False
+            self.client.any_node()  # raises when no broker is known at all
+            try:
+                node_id = await self.client.lookup_coordinator(self.group_id, 0)
+            except BrokerResponseError as exc:
+                if not is_retriable(exc):
+                    raise
+                continue
+            except KafkaError as exc:
+                log.debug("FindCoordinator for group %s failed: %s", self.group_id, exc)
+                with contextlib.suppress(KafkaError):
+                    await self.client.refresh_metadata()
+                continue
+            self.coordinator_id = node_id
+            log.debug("group %s: coordinator is node %d", self.group_id, node_id)
+        return self.coordinator_id
+
+    async def send(self, api: Any, request: Any, *, timeout: float | None = None) -> Any:
+        """Send ``request`` to the coordinator (:class:`CoordinatorGone` when it is not
+        known or cannot be reached)."""
+        node = self.coordinator_id
+        if node is None:
+            raise CoordinatorGone()
+        try:
+            version = await self.client.api_version(node, api, channel=GROUP_CHANNEL)
+            return await self.client.send(
+                node, api, request, version=version, timeout=timeout, channel=GROUP_CHANNEL
+            )
+        except (KafkaConnectionError, KafkaTimeoutError) as exc:
+            log.debug("group %s: %s to coordinator failed: %s", self.group_id, api.name, exc)
+            raise CoordinatorGone() from exc
+
+    def check(self, code: int, what: str) -> None:
+        """Turn a group error code into the right reaction (raises)."""
+        if code == 0:
+            return
+        err = for_code(code)
+        if err.coordinator_moved:
+            raise CoordinatorGone()
+        if issubclass(err, RebalanceInProgressError):
+            raise Rejoin()
+        if issubclass(err, FencedInstanceIdError):
+            raise FencedInstanceIdError(
+                f"{what} for group {self.group_id}: another consumer with "
+                f"group_instance_id {self.group_instance_id!r} took this member's place"
+            )
+        if err.member_fenced:
+            log.info(
+                "group %s: %s: member %s is gone (error %d), rejoining",
+                self.group_id,
+                what,
+                self.state.member_id,
+                code,
+            )
+            self.state = GroupState()
+            raise Rejoin()
+        raise err(f"{what} for group {self.group_id}")
+
+    # -- the subscription --------------------------------------------------------------
+
+    async def subscribed_topics(self) -> list[str]:
+        """The subscribed topics (the pattern matched again), known to metadata if they can
+        be; remembered with their partition counts in :attr:`joined_topics`."""
+        client = self.client
+        if self.pattern is not None:
+            await client.fetch_all_metadata()
+            self.pattern()
+        topics = sorted(self.subs.topics)
+        client.add_topics(topics)
+        if any(client.cluster.partitions_for_topic(t) is None for t in topics):
+            with contextlib.suppress(KafkaError):
+                await client.refresh_metadata()
+        self.joined_topics = {t: len(client.cluster.partitions_for_topic(t) or ()) for t in topics}
+        return topics
