@@ -37,20 +37,10 @@ import uuid
 from typing import Any
 
 from rackafka.cluster import ClusterMetadata
-from rackafka.errors import (
-    KafkaError,
-    UnsupportedVersionError,
-    for_code,
-)
+from rackafka.errors import KafkaError, UnsupportedVersionError, for_code
 from rackafka.group.coordinator import GroupCoordinator
 from rackafka.group.listeners import Listeners
-from rackafka.group.session import (
-    GROUP_CHANNEL,
-    CoordinatorGone,
-    GroupSession,
-    GroupState,
-    Rejoin,
-)
+from rackafka.group.session import GROUP_CHANNEL, CoordinatorGone, GroupSession, GroupState, Rejoin
 from rackafka.protocol.apis.consumer_group_heartbeat import CONSUMER_GROUP_HEARTBEAT
 from rackafka.structs import TopicPartition
 
