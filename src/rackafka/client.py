@@ -208,11 +208,9 @@ class KafkaClient:
         """
         key = (host, port)
         backoff = self._reconnect.get(key)
-        wait = backoff.remaining() if backoff is not None else 0.0
-        if wait > 0:
-            assert backoff is not None
+        if backoff is not None and not backoff.ready():
             raise KafkaConnectionError(
-                f"not connecting to {host}:{port} for {wait:.3g} s: "
+                f"not connecting to {host}:{port} for {backoff.remaining():.3g} s: "
                 f"{backoff.attempts} connection attempt(s) in a row failed"
             )
         try:
