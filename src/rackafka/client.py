@@ -17,11 +17,13 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from rackafka._backoff import Backoff, BackoffPolicy
 from rackafka._tasks import cancel_and_wait
 from rackafka.cluster import Broker, ClusterMetadata
 from rackafka.errors import (
     AuthenticationFailedError,
     BrokerResponseError,
+    CoordinatorNotAvailableError,
     KafkaConfigurationError,
     KafkaConnectionError,
     KafkaError,
@@ -35,17 +37,9 @@ from rackafka.protocol.apis.find_coordinator import FIND_COORDINATOR
 from rackafka.protocol.apis.metadata import METADATA
 from rackafka.protocol.schema import Api
 
-_COORDINATOR_NOT_AVAILABLE = 15
-
 log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 9092
-
-
-def _jitter(delay: float) -> float:
-    """``delay`` give or take 20 % (KIP-580, KIP-144): clients that fail together do
-    not all retry at the same instant."""
-    return delay * random.uniform(0.8, 1.2)
 
 
 def _consume_refresh_error(task: asyncio.Task[None]) -> None:
@@ -164,10 +158,21 @@ class KafkaClient:
         self.client_id = client_id
         self.metadata_max_age = metadata_max_age_ms / 1000
         self.request_timeout_ms = request_timeout_ms
-        self.retry_backoff = retry_backoff_ms / 1000
-        self.retry_backoff_max = max(retry_backoff_max_ms, retry_backoff_ms) / 1000
-        self.reconnect_backoff = reconnect_backoff_ms / 1000
-        self.reconnect_backoff_max = max(reconnect_backoff_max_ms, reconnect_backoff_ms) / 1000
+        #: The waits between retries of a request (metadata refreshes, coordinator
+        #: look-ups; the roles on top retry their requests by it too): retry_backoff_ms
+        #: doubling up to retry_backoff_max_ms, 20 % jitter (KIP-580).
+        self.retry_policy = BackoffPolicy(
+            retry_backoff_ms, max(retry_backoff_max_ms, retry_backoff_ms)
+        )
+        #: The waits between connection attempts to one address (KIP-144).
+        self.reconnect_policy = BackoffPolicy(
+            reconnect_backoff_ms, max(reconnect_backoff_max_ms, reconnect_backoff_ms)
+        )
+        #: The policies' bounds in seconds.
+        self.retry_backoff = self.retry_policy.initial
+        self.retry_backoff_max = self.retry_policy.maximum
+        self.reconnect_backoff = self.reconnect_policy.initial
+        self.reconnect_backoff_max = self.reconnect_policy.maximum
         self.connections_max_idle = connections_max_idle_ms / 1000
         self.cluster = ClusterMetadata()
         self._connector = connector or self.security.connector()
@@ -184,8 +189,8 @@ class KafkaClient:
         self._bg: asyncio.Task[None] | None = None
         self._wakeup = asyncio.Event()
         self._closed = False
-        #: Per address: no new connection before this time, after this many failures.
-        self._reconnect: dict[tuple[str, int], tuple[float, int]] = {}
+        #: Per address whose last connection attempts failed: when to try again.
+        self._reconnect: dict[tuple[str, int], Backoff] = {}
         #: No metadata refresh starts before this time; refreshes in a row so far.
         self._next_refresh_at = 0.0
         self._refresh_streak = 0
@@ -202,12 +207,11 @@ class KafkaClient:
                 connection is attempted), or the connection failed.
         """
         key = (host, port)
-        until, failures = self._reconnect.get(key, (0.0, 0))
-        wait = until - time.monotonic()
-        if wait > 0:
+        backoff = self._reconnect.get(key)
+        if backoff is not None and not backoff.ready():
             raise KafkaConnectionError(
-                f"not connecting to {host}:{port} for {wait:.3g} s: "
-                f"{failures} connection attempt(s) in a row failed"
+                f"not connecting to {host}:{port} for {backoff.remaining():.3g} s: "
+                f"{backoff.attempts} connection attempt(s) in a row failed"
             )
         try:
             conn = await Connection.open(
@@ -240,12 +244,10 @@ class KafkaClient:
         return conn
 
     def _connection_failed(self, key: tuple[str, int]) -> None:
-        _until, failures = self._reconnect.get(key, (0.0, 0))
-        failures += 1
-        delay = _jitter(
-            min(self.reconnect_backoff * 2 ** (failures - 1), self.reconnect_backoff_max)
-        )
-        self._reconnect[key] = (time.monotonic() + delay, failures)
+        backoff = self._reconnect.get(key)
+        if backoff is None:
+            backoff = self._reconnect[key] = self.reconnect_policy.start()
+        backoff.next()
 
     def take_auth_failure(self) -> AuthenticationFailedError | None:
         """The last authentication failure since the previous call, if any."""
@@ -397,8 +399,8 @@ class KafkaClient:
         try:
             await self._refresh_once()
         finally:
-            delay = min(self.retry_backoff * 2**self._refresh_streak, self.retry_backoff_max)
-            self._next_refresh_at = time.monotonic() + _jitter(delay)
+            delay = self.retry_policy.delay(self._refresh_streak)
+            self._next_refresh_at = time.monotonic() + delay
             if self.unknown_topics():
                 # A topic of interest is not known (yet): the background loop, which may
                 # be sleeping for metadata_max_age_ms, looks for it every
@@ -454,11 +456,11 @@ class KafkaClient:
 
     async def _background(self) -> None:
         """Periodic metadata refresh, retry with backoff, idle connection reaping."""
-        failures = 0
+        failures = self.retry_policy.start()  # refreshes failed in a row
         while not self._closed:
             age = time.monotonic() - self.cluster.updated_at
-            if failures:
-                delay = min(self.retry_backoff * (2 ** (failures - 1)), self.retry_backoff_max)
+            if failures.attempts:
+                delay = failures.remaining()
             else:
                 delay = max(0.0, self._max_metadata_age() - age)
             delay = min(delay, max(self.connections_max_idle / 2, 0.05))
@@ -468,13 +470,16 @@ class KafkaClient:
             self._reap_idle()
             # Asked again after the wait: a topic unknown before it may be known by now (a
             # refresh of its own found it), and then the short age no longer applies.
-            if failures or time.monotonic() - self.cluster.updated_at >= self._max_metadata_age():
+            if (
+                failures.attempts
+                or time.monotonic() - self.cluster.updated_at >= self._max_metadata_age()
+            ):
                 try:
                     await self.refresh_metadata()
-                    failures = 0
+                    failures.reset()
                 except KafkaError as exc:
-                    failures += 1
-                    log.warning("metadata refresh failed (attempt %d): %s", failures, exc)
+                    failures.next()
+                    log.warning("metadata refresh failed (attempt %d): %s", failures.attempts, exc)
 
     def _max_metadata_age(self) -> float:
         # Topics asked for but not known yet (created after the consumer started) are
@@ -502,8 +507,8 @@ class KafkaClient:
         broker = self.cluster.broker(node_id)
         if broker is None:
             return False
-        entry = self._reconnect.get((broker.host, broker.port))
-        return entry is not None and time.monotonic() < entry[0]
+        backoff = self._reconnect.get((broker.host, broker.port))
+        return backoff is not None and not backoff.ready()
 
     def connection_if_ready(self, node_id: int, channel: str = "") -> Connection | None:
         """The open connection to ``node_id`` (on ``channel``), or ``None``."""
@@ -595,7 +600,7 @@ class KafkaClient:
         resp = await self.send(node, FIND_COORDINATOR, request, version=version)
         if version >= 4:
             found = resp.coordinators[0] if resp.coordinators else None
-            code = found.error_code if found is not None else _COORDINATOR_NOT_AVAILABLE
+            code = found.error_code if found is not None else CoordinatorNotAvailableError.errno
             node_id, host, port = (found.node_id, found.host, found.port) if found else (-1, "", 0)
         else:
             code, node_id, host, port = resp.error_code, resp.node_id, resp.host, resp.port
@@ -613,7 +618,7 @@ class KafkaClient:
             BrokerResponseError: a non-retriable error (e.g. authorization).
         """
         deadline = time.monotonic() + timeout
-        delay = self.retry_backoff
+        backoff = self.retry_policy.start()
         last: object = None
         while time.monotonic() < deadline:
             try:
@@ -622,8 +627,7 @@ class KafkaClient:
                 if isinstance(exc, BrokerResponseError) and not is_retriable(exc):
                     raise
                 last = exc
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, self.retry_backoff * 10)
+            await asyncio.sleep(backoff.next())
         raise KafkaTimeoutError(f"no coordinator found for {key!r} in {timeout:.3g} s: {last}")
 
     async def api_version(self, node_id: int, api: Api, *, channel: str = "") -> int:
@@ -634,10 +638,11 @@ class KafkaClient:
     async def wait_for_metadata(self, predicate: Any, timeout: float) -> None:
         """Refresh metadata until ``predicate(cluster)`` holds or ``timeout`` passes."""
         deadline = time.monotonic() + timeout
+        backoff = self.retry_policy.start()
         while not predicate(self.cluster):
             if time.monotonic() > deadline:
                 raise KafkaTimeoutError(f"metadata did not reach the expected state in {timeout} s")
             with contextlib.suppress(KafkaConnectionError):
                 await self.refresh_metadata()
             if not predicate(self.cluster):
-                await asyncio.sleep(self.retry_backoff)
+                await asyncio.sleep(backoff.next())

@@ -477,7 +477,6 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
             acks=self._acks,
             compression=self._compression,
             request_timeout_ms=self._request_timeout_ms,
-            retry_backoff_ms=int(self._retry_backoff * 1000),
             max_request_size=self._max_request_size,
             pid_state=self._pid_state,
             client_rack=self._client_rack,
@@ -487,7 +486,6 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
             self._txn = TransactionManager(
                 self._client,
                 self._pid_state,
-                retry_backoff=self._retry_backoff,
                 request_timeout=self._request_timeout,
             )
             self._sender.txn = self._txn
@@ -588,6 +586,7 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
         if parts is None:
             self._client.add_topics([topic])
             deadline = time.monotonic() + self._request_timeout
+            backoff = self._client.retry_policy.start()
             while True:
                 try:
                     await self._client.refresh_metadata()
@@ -600,7 +599,7 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
                     raise UnknownTopicOrPartitionError(
                         f"topic {topic!r} not in the metadata after {self._request_timeout:.3g} s"
                     )
-                await asyncio.sleep(self._retry_backoff)
+                await asyncio.sleep(backoff.next())
         info = _TopicInfo(
             cluster.version,
             topic,

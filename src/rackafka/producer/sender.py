@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from rackafka._backoff import BackoffPolicy
 from rackafka._tasks import cancel_and_wait
 from rackafka.client import KafkaClient
 from rackafka.errors import (
@@ -27,6 +28,7 @@ from rackafka.errors import (
     ProducerFenced,
     UnknownProducerId,
     for_code,
+    is_retriable,
 )
 from rackafka.producer.accumulator import Accumulator, ProducerBatch
 from rackafka.protocol.apis.init_producer_id import INIT_PRODUCER_ID
@@ -38,8 +40,6 @@ log = logging.getLogger("rackafka.producer")
 #: Produce requests in flight per broker (Kafka's max.in.flight.requests.per.connection).
 MAX_IN_FLIGHT = 5
 _SEQ_MASK = 0x7FFFFFFF
-#: INVALID_PRODUCER_EPOCH, PRODUCER_FENCED: a newer producer has the transactional id.
-_FENCED_CODES = (47, 90)
 
 
 @dataclass
@@ -68,11 +68,11 @@ class ProduceStats:
 
 
 def _retriable(exc: BaseException) -> bool:
-    """Whether sending again may succeed: a retriable broker error, a broken connection or
-    a request that timed out."""
+    """Whether sending again may succeed: an error the Java client retries, a broken
+    connection or a request that timed out."""
     if isinstance(exc, (KafkaConnectionError, KafkaTimeoutError)):
         return True
-    return isinstance(exc, KafkaError) and exc.retriable
+    return isinstance(exc, KafkaError) and is_retriable(exc)
 
 
 class ProducerIdState:
@@ -111,7 +111,13 @@ class ProducerIdState:
 
 
 class Sender:
-    """Moves batches from the :class:`Accumulator` to the partition leaders."""
+    """Moves batches from the :class:`Accumulator` to the partition leaders.
+
+    Retries (of a batch, of InitProducerId) wait by ``retry_policy`` (default: the
+    client's, ``retry_backoff_ms`` doubling up to ``retry_backoff_max_ms``): the ``n``-th
+    attempt of a batch waits ``retry_policy.delay(n - 1)`` after its failure, as the Java
+    producer does.
+    """
 
     def __init__(
         self,
@@ -121,18 +127,20 @@ class Sender:
         acks: int,
         compression: int,
         request_timeout_ms: int,
-        retry_backoff_ms: int,
         max_request_size: int,
         pid_state: ProducerIdState | None,
         client_rack: str | None,
         stats: ProduceStats,
+        retry_policy: BackoffPolicy | None = None,
     ) -> None:
         self.client = client
         self.acc = accumulator
         self.acks = acks
         self.compression = compression
         self.request_timeout_ms = request_timeout_ms
-        self.retry_backoff = retry_backoff_ms / 1000
+        self.retry_policy = retry_policy if retry_policy is not None else client.retry_policy
+        #: How soon the loop looks again for a partition without a leader.
+        self.retry_backoff = self.retry_policy.initial
         self.max_request_size = max_request_size
         self.pid = pid_state
         self.client_rack = client_rack
@@ -298,7 +306,7 @@ class Sender:
     async def _init_producer_id(self) -> None:
         pid = self.pid
         assert pid is not None
-        delay = self.retry_backoff
+        backoff = self.retry_policy.start()
         while True:
             nodes = sorted(self.client.cluster.brokers)
             if self.txn is not None:
@@ -323,9 +331,9 @@ class Sender:
                     continue
                 if resp.error_code:
                     exc_cls = for_code(resp.error_code)
-                    if self.txn is not None and resp.error_code in (15, 16):
-                        self.txn.coordinator = None  # the coordinator moved
-                    elif not exc_cls.retriable and resp.error_code != 51:
+                    if self.txn is not None and exc_cls.coordinator_moved:
+                        self.txn.coordinator = None  # look the coordinator up again
+                    elif not exc_cls.client_retriable:
                         raise exc_cls(f"InitProducerId failed (error {resp.error_code})")
                     err = exc_cls()
                     break
@@ -336,8 +344,7 @@ class Sender:
             log.debug("InitProducerId failed, retrying: %s", err)
             if not nodes:
                 self.client.request_update()
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, self.retry_backoff * 10)
+            await asyncio.sleep(backoff.next())
 
     # -- one request -------------------------------------------------------------
 
@@ -460,7 +467,7 @@ class Sender:
             # An earlier attempt was stored: success, offsets unknown (as Java's client).
             self._complete(batch, -1, -1, -1)
             return
-        if code in _FENCED_CODES and self.pid is not None and self.pid.transactional_id:
+        if exc_cls.producer_fenced and self.pid is not None and self.pid.transactional_id:
             # A newer producer with this transactional id bumped the epoch: fatal, as
             # aiokafka's and Java's ProducerFenced; the transaction cannot commit either.
             fenced = ProducerFenced()
@@ -469,7 +476,7 @@ class Sender:
             batch.fail(fenced)
             return
         exc = exc_cls(message) if message else exc_cls()
-        if exc_cls.invalid_metadata:
+        if exc_cls.needs_metadata_refresh:
             self.client.request_update()
         if (
             exc_cls in (OutOfOrderSequenceNumber, UnknownProducerId)
@@ -519,7 +526,8 @@ class Sender:
         batch.fail(exc)
 
     def _requeue(self, batch: ProducerBatch) -> None:
-        batch.retry_at = time.monotonic() + self.retry_backoff
+        # The batch's attempts so far count its failures in a row (KIP-580).
+        batch.retry_at = time.monotonic() + self.retry_policy.delay(batch.attempts - 1)
         dq = self.acc.batches.get(batch.tp)
         if dq is None:
             dq = self.acc.batches[batch.tp] = collections.deque()

@@ -10,11 +10,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+from rackafka._backoff import Backoff, BackoffPolicy
 from rackafka.client import KafkaClient
 from rackafka.errors import (
+    ConcurrentTransactions,
     IllegalOperation,
     KafkaError,
     KafkaTimeoutError,
@@ -36,9 +38,10 @@ __all__ = ["ENDING", "IN_TRANSACTION", "READY", "TransactionManager"]
 
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
-_CONCURRENT_TRANSACTIONS = 51
-_COORDINATOR_GONE = (15, 16)  # COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
-_FENCED = (47, 90)  # INVALID_PRODUCER_EPOCH, PRODUCER_FENCED
+#: The first wait when the first AddPartitionsToTxn of a transaction meets
+#: CONCURRENT_TRANSACTIONS: the previous transaction is still being completed, which takes
+#: milliseconds (the Java producer retries after 20 ms rather than retry_backoff_ms).
+_PREVIOUS_TXN_COMPLETING_MS = 20
 
 READY = "ready"
 IN_TRANSACTION = "in_transaction"
@@ -46,21 +49,34 @@ ENDING = "ending"
 
 
 class TransactionManager:
-    """The state of one transactional producer."""
+    """The state of one transactional producer.
+
+    Every retry (a request that failed, a response with a retriable error) waits by
+    ``retry_policy`` (default: the client's, ``retry_backoff_ms`` doubling up to
+    ``retry_backoff_max_ms``) and gives up after ``request_timeout`` seconds.
+    """
 
     def __init__(
         self,
         client: KafkaClient,
         pid: ProducerIdState,
         *,
-        retry_backoff: float,
         request_timeout: float,
+        retry_policy: BackoffPolicy | None = None,
     ) -> None:
         assert pid.transactional_id is not None
         self.client = client
         self.pid = pid
         self.transactional_id: str = pid.transactional_id
-        self.retry_backoff = retry_backoff
+        self.retry_policy = retry_policy if retry_policy is not None else client.retry_policy
+        #: The policy of the first AddPartitionsToTxn of a transaction refused with
+        #: CONCURRENT_TRANSACTIONS: a short first wait, then as ``retry_policy``.
+        self.completing_policy = BackoffPolicy(
+            min(_PREVIOUS_TXN_COMPLETING_MS, self.retry_policy.initial * 1000),
+            self.retry_policy.maximum * 1000,
+            multiplier=self.retry_policy.multiplier,
+            jitter=self.retry_policy.jitter,
+        )
         self.request_timeout = request_timeout
         self.state = READY
         self.coordinator: int | None = None
@@ -81,7 +97,7 @@ class TransactionManager:
     async def _request(self, api: Any, build: Callable[[], Any], node: int | None = None) -> Any:
         """Send to the transaction coordinator (or ``node``), retrying while it moves."""
         deadline = time.monotonic() + self.request_timeout
-        delay = self.retry_backoff
+        backoff = self.retry_policy.start()
         while True:
             target = node if node is not None else await self.coordinator_node()
             try:
@@ -92,21 +108,44 @@ class TransactionManager:
                 log.debug("%s failed (%s); retrying", api.name, exc)
                 if node is None:
                     self.coordinator = None
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, self.retry_backoff * 10)
+                await asyncio.sleep(backoff.next())
+
+    async def _until_done(
+        self,
+        what: str,
+        attempt: Callable[[], Awaitable[bool]],
+        policy: Callable[[], BackoffPolicy] | None = None,
+    ) -> None:
+        """Run ``attempt`` until it returns ``True`` (done), waiting between attempts by
+        :attr:`retry_policy` (or by the one ``policy()`` picks after the first attempt).
+
+        Raises:
+            KafkaTimeoutError: not done within ``request_timeout``.
+        """
+        backoff: Backoff | None = None
+        deadline = time.monotonic() + self.request_timeout
+        while not await attempt():
+            if time.monotonic() > deadline:
+                raise KafkaTimeoutError(f"{what} did not succeed in time")
+            if backoff is None:
+                backoff = (self.retry_policy if policy is None else policy()).start()
+            await asyncio.sleep(backoff.next())
 
     def _check(self, code: int, what: str) -> bool:
         """``True`` to retry; raises for fatal codes."""
-        if code == 0:
+        if not code:
             return False
-        if code in _FENCED:
+        err = for_code(code)
+        if err.producer_fenced:
             self.error = ProducerFenced()
             raise self.error
-        if code in _COORDINATOR_GONE:
+        if err.coordinator_moved:
+            # NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, REQUEST_TIMED_OUT: look the
+            # coordinator up again before the retry (after a time-out it is most often
+            # the same one: one FindCoordinator more).
             self.coordinator = None
             return True
-        err = for_code(code)
-        if err.retriable or code == _CONCURRENT_TRANSACTIONS:
+        if err.client_retriable:  # CONCURRENT_TRANSACTIONS among them
             return True
         raise err(f"{what} failed for transactional_id {self.transactional_id!r}")
 
@@ -134,32 +173,39 @@ class TransactionManager:
         topics: dict[str, list[int]] = {}
         for tp in sorted(tps):
             topics.setdefault(tp.topic, []).append(tp.partition)
-        delay = self.retry_backoff
-        deadline = time.monotonic() + self.request_timeout
+        # The first partitions of a transaction refused with CONCURRENT_TRANSACTIONS: the
+        # previous transaction is still completing, retry soon (completing_policy).
+        completing = False
+        first = not self.added
+
+        async def attempt() -> bool:
+            nonlocal completing, first
+            resp = await self._request(
+                ADD_PARTITIONS_TO_TXN,
+                lambda: ADD_PARTITIONS_TO_TXN.Request(
+                    transactional_id=self.transactional_id,
+                    producer_id=self.pid.producer_id,
+                    producer_epoch=self.pid.producer_epoch,
+                    topics=[{"name": t, "partitions": p} for t, p in topics.items()],
+                ),
+            )
+            done = True
+            for topic in resp.results:
+                for part in topic.results:
+                    if self._check(part.error_code, "AddPartitionsToTxn"):
+                        done = False
+                        if first and for_code(part.error_code) is ConcurrentTransactions:
+                            completing = True
+                    else:
+                        self.added.add(TopicPartition(topic.name, part.partition_index))
+            first = False
+            return done
+
+        def policy() -> BackoffPolicy:
+            return self.completing_policy if completing else self.retry_policy
+
         try:
-            while True:
-                resp = await self._request(
-                    ADD_PARTITIONS_TO_TXN,
-                    lambda: ADD_PARTITIONS_TO_TXN.Request(
-                        transactional_id=self.transactional_id,
-                        producer_id=self.pid.producer_id,
-                        producer_epoch=self.pid.producer_epoch,
-                        topics=[{"name": t, "partitions": p} for t, p in topics.items()],
-                    ),
-                )
-                retry = False
-                for topic in resp.results:
-                    for part in topic.results:
-                        if self._check(part.error_code, "AddPartitionsToTxn"):
-                            retry = True
-                        else:
-                            self.added.add(TopicPartition(topic.name, part.partition_index))
-                if not retry:
-                    return
-                if time.monotonic() > deadline:
-                    raise KafkaTimeoutError("AddPartitionsToTxn did not succeed in time")
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, self.retry_backoff * 10)
+            await self._until_done("AddPartitionsToTxn", attempt, policy)
         except BaseException as exc:
             if not isinstance(exc, asyncio.CancelledError):
                 self.error = self.error or exc
@@ -209,17 +255,12 @@ class TransactionManager:
         self.state = READY
         self.added.clear()
 
-    async def _retrying(self, api: Any, build: Callable[[], Any], what: str) -> Any:
-        delay = self.retry_backoff
-        deadline = time.monotonic() + self.request_timeout
-        while True:
+    async def _retrying(self, api: Any, build: Callable[[], Any], what: str) -> None:
+        async def attempt() -> bool:
             resp = await self._request(api, build)
-            if not self._check(resp.error_code, what):
-                return resp
-            if time.monotonic() > deadline:
-                raise KafkaTimeoutError(f"{what} did not succeed in time")
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, self.retry_backoff * 10)
+            return not self._check(resp.error_code, what)
+
+        await self._until_done(what, attempt)
 
     async def send_offsets(
         self, offsets: dict[TopicPartition, int | OffsetAndMetadata], group_id: str
@@ -252,9 +293,9 @@ class TransactionManager:
                     "committed_metadata": metadata,
                 }
             )
-        delay = self.retry_backoff
-        deadline = time.monotonic() + self.request_timeout
-        while True:
+
+        async def attempt() -> bool:
+            # The group's coordinator is looked up for every attempt.
             group_node = await self.client.find_coordinator(
                 group_id, KEY_TYPE_GROUP, self.request_timeout
             )
@@ -269,20 +310,17 @@ class TransactionManager:
                 ),
                 node=group_node,
             )
-            retry = False
+            done = True
             for topic in resp.topics:
                 for part in topic.partitions:
                     if part.error_code:
                         err = for_code(part.error_code)
-                        if part.error_code in _FENCED:
+                        if err.producer_fenced:
                             self.error = ProducerFenced()
                             raise self.error
-                        if not (err.retriable or part.error_code in _COORDINATOR_GONE):
+                        if not (err.client_retriable or err.coordinator_moved):
                             raise err(f"TxnOffsetCommit for group {group_id!r}")
-                        retry = True
-            if not retry:
-                return
-            if time.monotonic() > deadline:
-                raise KafkaTimeoutError("TxnOffsetCommit did not succeed in time")
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, self.retry_backoff * 10)
+                        done = False
+            return done
+
+        await self._until_done("TxnOffsetCommit", attempt)

@@ -1,0 +1,111 @@
+"""The cluster client waits by its policies: reconnects per address (reconnect_backoff_ms ..
+reconnect_backoff_max_ms), coordinator look-ups and metadata refreshes (retry_backoff_ms ..
+retry_backoff_max_ms). Waits are checked by the policy's values or as bounds that hold on any
+machine, never by timing."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+from rackafka import errors
+from rackafka.client import KafkaClient
+from rackafka.errors import KafkaConnectionError, KafkaTimeoutError
+from rackafka.testing.fake_broker import FakeBroker, FakeRequest
+from tests._policies import RecordingPolicy
+
+
+def test_the_policies_come_from_the_java_named_settings() -> None:
+    client = KafkaClient(
+        "127.0.0.1:1",
+        retry_backoff_ms=10,
+        retry_backoff_max_ms=250,
+        reconnect_backoff_ms=5,
+        reconnect_backoff_max_ms=40,
+    )
+    assert (client.retry_policy.initial, client.retry_policy.maximum) == (0.01, 0.25)
+    assert (client.reconnect_policy.initial, client.reconnect_policy.maximum) == (0.005, 0.04)
+    assert client.retry_policy.jitter == client.reconnect_policy.jitter == 0.2
+    # A maximum below the first wait: every wait is the first one (as before).
+    low = KafkaClient("127.0.0.1:1", retry_backoff_ms=300, retry_backoff_max_ms=100)
+    assert low.retry_policy.maximum == low.retry_backoff_max == 0.3
+
+
+async def test_reconnect_waits_double_per_address_and_stop_at_the_maximum() -> None:
+    async with FakeBroker(close_on_accept=True) as broker:
+        client = KafkaClient(
+            broker.bootstrap_servers,
+            reconnect_backoff_ms=10,
+            reconnect_backoff_max_ms=40,
+            request_timeout_ms=5000,
+        )
+        key = (broker.host, broker.port)
+        try:
+            for failure in range(6):
+                backoff = client._reconnect.get(key)
+                if backoff is not None:
+                    # Backing off: refused without a connection attempt.
+                    accepted = broker.connections
+                    if not backoff.ready():
+                        with pytest.raises(KafkaConnectionError, match="not connecting"):
+                            await client._open_address(*key)
+                        assert broker.connections == accepted
+                    await asyncio.sleep(backoff.remaining())
+                before = time.monotonic()
+                with pytest.raises(KafkaConnectionError):
+                    await client._open_address(*key)
+                after = time.monotonic()
+                backoff = client._reconnect[key]
+                assert backoff.attempts == failure + 1
+                # The wait set is between these two bounds, whatever the machine's speed.
+                longest, shortest = backoff.until - before, backoff.until - after
+                nominal = min(0.010 * 2**failure, 0.040)
+                assert longest >= 0.8 * nominal - 1e-6
+                assert shortest <= min(1.2 * nominal, 0.040) + 1e-6
+        finally:
+            await client.close()
+
+
+async def test_find_coordinator_retries_by_the_retry_policy() -> None:
+    answers = [errors.CoordinatorNotAvailableError.errno] * 4 + [0]
+
+    def find(broker: FakeBroker, request: FakeRequest) -> Any:
+        code = answers.pop(0)
+        node = {"node_id": broker.node_id, "host": broker.host, "port": broker.port}
+        return {
+            "error_code": code,
+            **node,
+            "coordinators": [{"key": "g", "error_code": code, **node}],
+        }
+
+    async with FakeBroker() as broker:
+        broker.handlers["FindCoordinator"] = find
+        client = KafkaClient(broker.bootstrap_servers, retry_backoff_ms=5, retry_backoff_max_ms=20)
+        policy = client.retry_policy = RecordingPolicy(5, 20)
+        try:
+            await client.bootstrap_cluster()
+            assert await client.find_coordinator("g", 0, timeout=30) == broker.node_id
+            assert policy.waits == [(0, 0.005), (1, 0.01), (2, 0.02), (3, 0.02)]
+            # A look-up that keeps failing ends at its deadline.
+            answers[:] = [errors.CoordinatorNotAvailableError.errno] * 1000
+            with pytest.raises(KafkaTimeoutError, match="no coordinator"):
+                await client.find_coordinator("g", 0, timeout=0.05)
+        finally:
+            await client.close()
+
+
+async def test_metadata_refreshes_in_a_row_wait_longer_by_the_retry_policy() -> None:
+    async with FakeBroker() as broker:
+        client = KafkaClient(broker.bootstrap_servers)
+        policy = client.retry_policy = RecordingPolicy(5, 20)
+        try:
+            await client.bootstrap_cluster()
+            for _ in range(4):
+                await client.refresh_metadata()  # each asked within the last one's pause
+            assert policy.attempts() == [0, 1, 2, 3]
+            assert [wait for _attempt, wait in policy.waits] == [0.005, 0.01, 0.02, 0.02]
+        finally:
+            await client.close()
