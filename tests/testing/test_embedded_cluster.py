@@ -458,10 +458,12 @@ def test_emulate_rack_aware_selector_with_more_brokers_than_racks() -> None:
         for (_, p), replica in chosen.items():
             info = c.partition_info("six", p)
             in_rack = [r for r in info.replicas if c.rack_of(r) == "az-c"]
-            if not in_rack or in_rack[0] == info.leader:
+            # Kafka's selector: the leader when it is in the rack (or none is), else the
+            # most caught-up replica of the rack; all caught up, the highest broker id.
+            if not in_rack or info.leader in in_rack:
                 assert replica == -1
             else:
-                assert replica == in_rack[0]
+                assert replica == max(in_rack)
                 assert replica in info.replicas
         assert any(r != -1 for r in chosen.values())
 

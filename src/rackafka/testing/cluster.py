@@ -30,6 +30,7 @@ from ._clients import (
     ValueArg,
 )
 from ._librdkafka import Librdkafka, load_librdkafka, mock_clock_kind
+from .replica_selector import preferred_read_replica
 
 __all__ = [
     "DISCONNECT",
@@ -1038,10 +1039,11 @@ class EmbeddedCluster(_ClientMixin):
     ) -> dict[tuple[str, int], int]:
         """Emulate Kafka's ``RackAwareReplicaSelector`` for consumers in ``client_rack``.
 
-        For each partition the preferred read replica becomes the replica in
-        ``client_rack`` (the first one in replica order if there are several), and none (-1)
-        when that replica is the leader or when no replica is in that rack, as a real broker
-        does. ``None`` or ``""`` (a consumer without ``client_rack``) clears them all.
+        For each partition the preferred read replica becomes the one Kafka's selector
+        names (:func:`rackafka.testing.replica_selector.preferred_read_replica`): none (-1)
+        when the leader is in ``client_rack`` or no other replica is, else the replica in
+        ``client_rack`` (the highest broker id if there are several, all being caught up).
+        ``None`` or ``""`` (a consumer without ``client_rack``) clears them all.
 
         The mock sends the same hint to every client whatever its rack, so this emulates one
         client rack at a time. The setting stays in force: topics created later and leader
@@ -1065,6 +1067,10 @@ class EmbeddedCluster(_ClientMixin):
             self._selector = (client_rack or "", wanted, skip_down_brokers)
             return self._apply_selector(topics=wanted)
 
+    def _rack_of_any(self, broker_id: int) -> str | None:
+        broker = self._brokers.get(broker_id)
+        return None if broker is None else broker.rack
+
     def _selector_covers(self, topic: str) -> bool:
         assert self._selector is not None
         wanted = self._selector[1]
@@ -1083,18 +1089,10 @@ class EmbeddedCluster(_ClientMixin):
             for info in list(self._partitions[topic]):
                 if only_partition is not None and info.partition != only_partition:
                     continue
-                target = -1
-                if rack:
-                    for replica in info.replicas:
-                        broker = self._brokers.get(replica)
-                        if broker is None or broker.rack != rack:
-                            continue
-                        if skip_down and replica in self._down:
-                            continue
-                        target = replica
-                        break
-                if target == info.leader:
-                    target = -1
+                in_sync = [r for r in info.replicas if r not in self._down] if skip_down else None
+                target = preferred_read_replica(
+                    rack, info.leader, info.replicas, self._rack_of_any, in_sync=in_sync
+                )
                 self._set_follower(info, target)
                 out[(topic, info.partition)] = target
         return out

@@ -24,6 +24,7 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from rackafka import errors
 from rackafka.protocol import frames
 from rackafka.protocol.apis.api_versions import API_VERSIONS
 from rackafka.protocol.apis.consumer_group_heartbeat import CONSUMER_GROUP_HEARTBEAT
@@ -33,6 +34,8 @@ from rackafka.protocol.apis.list_offsets import LIST_OFFSETS
 from rackafka.protocol.apis.metadata import METADATA
 from rackafka.protocol.apis.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from rackafka.protocol.schema import UUID_ZERO, Api
+
+from .replica_selector import preferred_read_replica
 
 __all__ = [
     "REPLICA_SELECTORS",
@@ -51,16 +54,9 @@ SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 REPLICA_SELECTORS = ("rack-aware",)
 
 _SIZE = struct.Struct(">i")
-_UNSUPPORTED_SASL_MECHANISM = 33
-_ILLEGAL_SASL_STATE = 34
-_UNSUPPORTED_VERSION = 35
-_UNKNOWN_TOPIC_OR_PARTITION = 3
-_NOT_LEADER_OR_FOLLOWER = 6
-_UNKNOWN_TOPIC_ID = 100
 _RACK_AWARE_FETCH = 11  # Fetch v11 added rack_id and preferred_read_replica (KIP-392)
 _TOPIC_ID_FETCH = 13
 _METADATA_MAX_AGE = 0.5  # seconds the rack-aware selector trusts its view of the replicas
-_SASL_AUTHENTICATION_FAILED = 58
 #: Highest versions let through: Fetch v16 and Produce v10 name brokers in
 #: ``node_endpoints`` (KIP-951), which the front would have to rewrite in every response.
 _VERSION_CAPS = {
@@ -546,17 +542,8 @@ class SecureFront:
         def rack_of(node: int) -> str | None:
             return racks[node] if node in racks else cluster.rack_of(node)
 
-        if not rack or rack_of(info.leader) == rack:
-            return -1
-        for replica in info.replicas:
-            if (
-                replica != info.leader
-                and replica in info.isr
-                and replica not in self.down_brokers
-                and rack_of(replica) == rack
-            ):
-                return int(replica)
-        return -1
+        in_sync = [r for r in info.isr if r not in self.down_brokers]
+        return preferred_read_replica(rack, info.leader, info.replicas, rack_of, in_sync=in_sync)
 
     async def _fetch(self, node_id: int, request: Any, version: int, corr: int) -> bytes:
         from rackafka.structs import TopicPartition
@@ -655,9 +642,13 @@ class SecureFront:
                 answer = answers.get((key, p.partition))
                 if answer is None:
                     if info is None:
-                        code = _UNKNOWN_TOPIC_ID if use_ids else _UNKNOWN_TOPIC_OR_PARTITION
+                        code = (
+                            errors.UnknownTopicIdError.errno
+                            if use_ids
+                            else errors.UnknownTopicOrPartitionError.errno
+                        )
                     else:
-                        code = _NOT_LEADER_OR_FOLLOWER
+                        code = errors.NotLeaderForPartitionError.errno
                     out_parts.append(_empty_partition(p.partition, code))
                     continue
                 if node_id == info.leader and answer.error_code == 0 and rack:
@@ -957,7 +948,10 @@ class _FrontConnection:
         if version < 1:
             # v0 means raw SASL tokens on the socket: the front does not speak it.
             return frames.encode_response(
-                SASL_HANDSHAKE, 0, corr, {"error_code": _UNSUPPORTED_VERSION, "mechanisms": []}
+                SASL_HANDSHAKE,
+                0,
+                corr,
+                {"error_code": errors.UnsupportedVersionError.errno, "mechanisms": []},
             )
         request = self._decode(SASL_HANDSHAKE, frame, version)
         mechanism = request.mechanism
@@ -969,7 +963,7 @@ class _FrontConnection:
                 SASL_HANDSHAKE,
                 version,
                 corr,
-                {"error_code": _UNSUPPORTED_SASL_MECHANISM, "mechanisms": enabled},
+                {"error_code": errors.UnsupportedSaslMechanismError.errno, "mechanisms": enabled},
             )
         self.reauthenticating = self.authenticated
         self.mechanism = mechanism
@@ -984,7 +978,9 @@ class _FrontConnection:
     ) -> tuple[bytes, bool]:
         """The answer and whether to close the connection after it."""
         if not self.in_exchange or self.mechanism is None:
-            return self._auth_answer(version, corr, _ILLEGAL_SASL_STATE, "no SaslHandshake"), True
+            return self._auth_answer(
+                version, corr, errors.IllegalSaslStateError.errno, "no SaslHandshake"
+            ), True
         request = self._decode(SASL_AUTHENTICATE, frame, version)
         data = bytes(request.auth_bytes or b"")
         mechanism = self.mechanism
@@ -999,7 +995,9 @@ class _FrontConnection:
         except _AuthFailed as exc:
             self.front.stats.failures += 1
             self.in_exchange = False
-            return self._auth_answer(version, corr, _SASL_AUTHENTICATION_FAILED, str(exc)), True
+            return self._auth_answer(
+                version, corr, errors.SaslAuthenticationFailed.errno, str(exc)
+            ), True
         if principal is None:  # more rounds to come
             return self._auth_answer(version, corr, 0, "", challenge), False
         if self.reauthenticating and principal != self.principal:
@@ -1008,7 +1006,7 @@ class _FrontConnection:
                 self._auth_answer(
                     version,
                     corr,
-                    _SASL_AUTHENTICATION_FAILED,
+                    errors.SaslAuthenticationFailed.errno,
                     "Cannot change principals during re-authentication",
                 ),
                 True,
