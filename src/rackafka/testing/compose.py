@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import Any
 
 from ._clients import ClientPool
-from .cluster import BrokerInfo, PartitionInfo, _BrokerMetadataMixin, replica_assignment
+from ._base import BrokerInfo, PartitionInfo, _BrokerMetadataMixin, replica_assignment
 
 __all__ = [
     "COMPOSE_BOOTSTRAP_SERVERS",

@@ -33,7 +33,7 @@ from typing import IO, Any
 
 from . import _reaper
 from ._clients import ClientPool
-from .cluster import BrokerInfo, PartitionInfo, _BrokerMetadataMixin, replica_assignment
+from ._base import BrokerInfo, PartitionInfo, _BrokerMetadataMixin, replica_assignment
 from .compose import _FAULT_INJECTION_METHODS, FaultInjectionUnsupportedError
 from .kafka_dist import find_java, kafka_libs
 from .kafka_dist import kafka_version as _resolve_version

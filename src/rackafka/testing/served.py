@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ._clients import ProduceResult
-from .cluster import DEFAULT_RACKS, BrokerInfo, PartitionInfo
+from ._base import DEFAULT_RACKS, BrokerInfo, PartitionInfo
 
 __all__ = ["ServedCluster", "ServedClusterError"]
 
