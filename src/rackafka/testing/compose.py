@@ -8,18 +8,16 @@ allows: topics, data and layout, but no fault injection.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
+from ._base import BrokerInfo, PartitionInfo, _BrokerMetadataMixin, _Lifecycle, replica_assignment
 from ._clients import ClientPool
-from ._base import BrokerInfo, PartitionInfo, _BrokerMetadataMixin, replica_assignment
 
 __all__ = [
     "COMPOSE_BOOTSTRAP_SERVERS",
@@ -119,7 +117,7 @@ def docker_engine_error(timeout: float = 10.0) -> str | None:
     return None
 
 
-class ComposeCluster(_BrokerMetadataMixin):
+class ComposeCluster(_BrokerMetadataMixin, _Lifecycle):
     """The project's ``docker-compose.yml`` Kafka cluster, started with testcontainers.
 
     Arguments:
@@ -220,27 +218,8 @@ class ComposeCluster(_BrokerMetadataMixin):
 
     stop = close
 
-    def __enter__(self) -> ComposeCluster:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> ComposeCluster:
-        return await asyncio.to_thread(self.start)
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await asyncio.to_thread(self.close)
+    def _require_running(self) -> None:
+        self._clients()
 
     def _clients(self) -> ClientPool:
         if self._pool is None:
@@ -262,12 +241,6 @@ class ComposeCluster(_BrokerMetadataMixin):
         return self._bootstrap
 
     @property
-    def brokers(self) -> dict[int, BrokerInfo]:
-        """Broker id -> :class:`BrokerInfo`, as DescribeCluster reported them at start."""
-        self._clients()
-        return dict(self._brokers)
-
-    @property
     def racks(self) -> tuple[str, ...]:
         """The racks of the brokers, in broker-id order (without repeats)."""
         out: list[str] = []
@@ -276,14 +249,6 @@ class ComposeCluster(_BrokerMetadataMixin):
             if rack is not None and rack not in out:
                 out.append(rack)
         return tuple(out)
-
-    def rack_of(self, broker_id: int) -> str | None:
-        """The rack of a broker."""
-        return self.brokers[broker_id].rack
-
-    def brokers_in_rack(self, rack: str) -> list[int]:
-        """Ids of the brokers in ``rack``."""
-        return [b.node_id for b in self.brokers.values() if b.rack == rack]
 
     def create_topic(
         self,

@@ -10,7 +10,6 @@ really stopped and restarted. See ``docs/testing.rst``.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import logging
 import os
@@ -28,18 +27,20 @@ import zipfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import IO, Any
 
 from . import _reaper
+from ._base import BrokerInfo, PartitionInfo, _BrokerMetadataMixin, _Lifecycle, replica_assignment
 from ._clients import ClientPool
-from ._base import BrokerInfo, PartitionInfo, _BrokerMetadataMixin, replica_assignment
+from ._security import SASL_MECHANISMS, SECURITY_PROTOCOLS, _SecurityOptions
 from .compose import _FAULT_INJECTION_METHODS, FaultInjectionUnsupportedError
 from .kafka_dist import find_java, kafka_libs
 from .kafka_dist import kafka_version as _resolve_version
 
 __all__ = [
     "DEFAULT_RACKS",
+    "SASL_MECHANISMS",
+    "SECURITY_PROTOCOLS",
     "KafkaCluster",
     "KafkaClusterError",
     "KafkaPortInUseError",
@@ -49,8 +50,6 @@ __all__ = [
 log = logging.getLogger("rackafka.testing.kafka")
 
 DEFAULT_RACKS: tuple[str, ...] = ("az-a", "az-b", "az-c")
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 #: JVM options of every broker: a small heap and a quick start (C1 only) on small machines.
 DEFAULT_JVM_OPTIONS: tuple[str, ...] = (
@@ -135,13 +134,17 @@ def _cluster_id() -> str:
 _SCRAM_UNSAFE = re.compile(r'[,\[\]="\s]')
 
 
-class KafkaSecurity:
+class KafkaSecurity(_SecurityOptions):
     """The TLS/SASL side of a :class:`KafkaCluster` (its :attr:`KafkaCluster.front`).
 
     The same attributes and helpers as :class:`~rackafka.testing.SecureFront`'s, so that a
     test can run on either engine: :attr:`ca_file`, :attr:`client_cert_file`,
-    :meth:`client_options`, :meth:`librdkafka_config`.
+    :meth:`client_options`, :meth:`librdkafka_config` (OAUTHBEARER: librdkafka's own
+    unsecured tokens, ``enable.sasl.oauthbearer.unsecure.jwt``, which Kafka's default
+    validator accepts).
     """
+
+    _librdkafka_unsecured_oauth = True
 
     def __init__(
         self,
@@ -151,30 +154,15 @@ class KafkaSecurity:
         session_lifetime_ms: int | None,
         require_client_cert: bool,
     ) -> None:
-        if security_protocol not in SECURITY_PROTOCOLS:
-            raise ValueError(
-                f"security_protocol must be one of {', '.join(SECURITY_PROTOCOLS)}, "
-                f"not {security_protocol!r}"
-            )
-        mechanisms = tuple(sasl_mechanisms or SASL_MECHANISMS)
-        for m in mechanisms:
-            if m not in SASL_MECHANISMS:
-                raise ValueError(f"sasl mechanism {m!r} is not one of {SASL_MECHANISMS}")
-        if session_lifetime_ms is not None and session_lifetime_ms <= 0:
-            raise ValueError("session_lifetime_ms must be positive")
-        self.users = dict(users or {})
+        super().__init__(
+            security_protocol, sasl_mechanisms, users, session_lifetime_ms, require_client_cert
+        )
         for name, password in self.users.items():
             if not name or not password or _SCRAM_UNSAFE.search(name + password):
                 raise ValueError(
                     "users: names and passwords must be non-empty, without spaces or any of "
                     ",[]=\" (Kafka's storage tool parses them)"
                 )
-        self.security_protocol = security_protocol
-        self.tls = security_protocol in ("SSL", "SASL_SSL")
-        self.sasl = security_protocol.startswith("SASL_")
-        self.mechanisms: tuple[str, ...] = mechanisms if self.sasl else ()
-        self.session_lifetime_ms = session_lifetime_ms
-        self.require_client_cert = require_client_cert
         self._bootstrap = ""
         self._dir: Path | None = None
         self.keystore_file: str | None = None
@@ -293,63 +281,6 @@ class KafkaSecurity:
                 for user, password in self.users.items():
                     args += ["--add-scram", f"{m}=[name={user},password={password}]"]
         return args
-
-    # -- client options ---------------------------------------------------------------------
-    def client_options(
-        self, mechanism: str | None = None, user: str | None = None, *, client_cert: bool = False
-    ) -> dict[str, Any]:
-        """Keywords for :class:`~rackafka.AIOKafkaConsumer`/``Producer`` that connect to the
-        secured listener: the CA, the ``mechanism`` (default: the first enabled) and ``user``
-        (default: the first user) with that user's password, the client certificate if asked.
-        OAUTHBEARER needs a ``sasl_oauth_token_provider`` of the caller's."""
-        from rackafka.helpers import create_ssl_context
-
-        out: dict[str, Any] = {
-            "bootstrap_servers": self.bootstrap_servers,
-            "security_protocol": self.security_protocol,
-        }
-        if self.tls:
-            out["ssl_context"] = create_ssl_context(
-                cafile=self.ca_file,
-                certfile=self.client_cert_file if client_cert else None,
-                keyfile=self.client_key_file if client_cert else None,
-            )
-        if self.sasl:
-            mechanism = mechanism or self.mechanisms[0]
-            out["sasl_mechanism"] = mechanism
-            if mechanism != "OAUTHBEARER":
-                user = user or next(iter(self.users), None)
-                if user is not None:
-                    out["sasl_plain_username"] = user
-                    out["sasl_plain_password"] = self.users[user]
-        return out
-
-    def librdkafka_config(
-        self, mechanism: str | None = None, user: str | None = None, *, client_cert: bool = False
-    ) -> dict[str, Any]:
-        """The same for a librdkafka (confluent-kafka) client (OAUTHBEARER: librdkafka's
-        own unsecured tokens, ``enable.sasl.oauthbearer.unsecure.jwt``)."""
-        conf: dict[str, Any] = {
-            "bootstrap.servers": self.bootstrap_servers,
-            "security.protocol": self.security_protocol,
-        }
-        if self.tls:
-            conf["ssl.ca.location"] = self.ca_file
-            if client_cert:
-                conf["ssl.certificate.location"] = self.client_cert_file
-                conf["ssl.key.location"] = self.client_key_file
-        if self.sasl:
-            mechanism = mechanism or self.mechanisms[0]
-            conf["sasl.mechanism"] = mechanism
-            if mechanism == "OAUTHBEARER":
-                conf["enable.sasl.oauthbearer.unsecure.jwt"] = True
-                conf["sasl.oauthbearer.config"] = "principal=client"
-            else:
-                user = user or next(iter(self.users), None)
-                if user is not None:
-                    conf["sasl.username"] = user
-                    conf["sasl.password"] = self.users[user]
-        return conf
 
     def __repr__(self) -> str:
         return (
@@ -477,7 +408,7 @@ def _admin_error_retriable(exc: BaseException) -> bool:
     return bool(retriable()) if callable(retriable) else False
 
 
-class KafkaCluster(_BrokerMetadataMixin):
+class KafkaCluster(_BrokerMetadataMixin, _Lifecycle):
     """A real Apache Kafka cluster: ``brokers`` KRaft nodes (broker and controller each)
     as JVMs on 127.0.0.1, broker ``i + 1`` in rack ``racks[i % len(racks)]``.
 
@@ -959,31 +890,8 @@ class KafkaCluster(_BrokerMetadataMixin):
         """Keep the logs at :meth:`close` (a test that used the cluster failed)."""
         self._failed = True
 
-    def __enter__(self) -> KafkaCluster:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is not None:
-            self._failed = True
-        self.close()
-
-    async def __aenter__(self) -> KafkaCluster:
-        return await asyncio.to_thread(self.start)
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is not None:
-            self._failed = True
-        await asyncio.to_thread(self.close)
+    def _exiting_on_error(self) -> None:
+        self._failed = True
 
     def __repr__(self) -> str:
         boot = ",".join(b.address for b in self._brokers.values())
@@ -999,6 +907,9 @@ class KafkaCluster(_BrokerMetadataMixin):
                 "cannot do it"
             )
         raise AttributeError(name)
+
+    def _require_running(self) -> None:
+        self._clients()
 
     def _clients(self) -> ClientPool:
         if self._state != "running" or self._pool is None:
@@ -1048,30 +959,6 @@ class KafkaCluster(_BrokerMetadataMixin):
         return self._security
 
     security = front
-
-    @property
-    def brokers(self) -> dict[int, BrokerInfo]:
-        """Broker id -> :class:`BrokerInfo` (id, host, PLAINTEXT port, rack)."""
-        self._clients()
-        return dict(self._brokers)
-
-    @property
-    def racks(self) -> tuple[str, ...]:
-        """The rack names, in the order they were assigned."""
-        return self._racks
-
-    def rack_of(self, broker_id: int) -> str | None:
-        """The rack of a broker."""
-        return self._node(broker_id).rack
-
-    def brokers_in_rack(self, rack: str) -> list[int]:
-        """Ids of the brokers in ``rack``."""
-        return [b.node_id for b in self._brokers.values() if b.rack == rack]
-
-    @property
-    def down_brokers(self) -> frozenset[int]:
-        """Ids of the brokers stopped with :meth:`broker_down`."""
-        return frozenset(self._down)
 
     def _node(self, broker_id: int) -> _Node:
         if isinstance(broker_id, bool) or not isinstance(broker_id, int):

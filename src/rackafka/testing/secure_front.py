@@ -35,6 +35,8 @@ from rackafka.protocol.apis.metadata import METADATA
 from rackafka.protocol.apis.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from rackafka.protocol.schema import UUID_ZERO, Api
 
+from ._base import _Lifecycle
+from ._security import SASL_MECHANISMS, SECURITY_PROTOCOLS, _SecurityOptions
 from .replica_selector import preferred_read_replica
 
 __all__ = [
@@ -47,9 +49,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-#: The mechanisms the front can authenticate.
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 #: The replica selectors the front can play (``replica.selector.class`` on a broker).
 REPLICA_SELECTORS = ("rack-aware",)
 
@@ -191,7 +190,7 @@ class _ScramUsers:
         return self.mechanism.make_server(lookup), names
 
 
-class SecureFront:
+class SecureFront(_SecurityOptions, _Lifecycle):
     """TLS and SASL listeners in front of plaintext brokers.
 
     Arguments:
@@ -247,24 +246,9 @@ class SecureFront:
                 f"replica_selector must be one of {REPLICA_SELECTORS} or None, "
                 f"not {replica_selector!r}"
             )
-        if security_protocol not in SECURITY_PROTOCOLS:
-            raise ValueError(
-                f"security_protocol must be one of {', '.join(SECURITY_PROTOCOLS)}, "
-                f"not {security_protocol!r}"
-            )
-        mechanisms = tuple(sasl_mechanisms or SASL_MECHANISMS)
-        for m in mechanisms:
-            if m not in SASL_MECHANISMS:
-                raise ValueError(f"sasl mechanism {m!r} is not one of {SASL_MECHANISMS}")
-        if session_lifetime_ms is not None and session_lifetime_ms <= 0:
-            raise ValueError("session_lifetime_ms must be positive")
-        self.security_protocol = security_protocol
-        self.tls = security_protocol in ("SSL", "SASL_SSL")
-        self.sasl = security_protocol.startswith("SASL_")
-        self.mechanisms = mechanisms if self.sasl else ()
-        self.users = dict(users or {})
-        self.session_lifetime_ms = session_lifetime_ms
-        self.require_client_cert = require_client_cert
+        super().__init__(
+            security_protocol, sasl_mechanisms, users, session_lifetime_ms, require_client_cert
+        )
         self.oauth_validator: OAuthValidator = oauth_validator or (lambda token, _ext: bool(token))
         self.stats = FrontStats()
         self.replica_selector = replica_selector
@@ -317,57 +301,6 @@ class SecureFront:
         """The front's listener for broker ``node_id``."""
         return "127.0.0.1", self._ports[node_id]
 
-    def client_options(
-        self, mechanism: str | None = None, user: str | None = None, *, client_cert: bool = False
-    ) -> dict[str, Any]:
-        """Keywords for :class:`~rackafka.AIOKafkaConsumer` that connect through this front:
-        its CA, the ``mechanism`` (default: the first enabled) and ``user`` (default: the
-        first user) with that user's password, and the client certificate if asked."""
-        from rackafka.helpers import create_ssl_context
-
-        out: dict[str, Any] = {
-            "bootstrap_servers": self.bootstrap_servers,
-            "security_protocol": self.security_protocol,
-        }
-        if self._pki is not None:
-            out["ssl_context"] = create_ssl_context(
-                cafile=self._pki.ca_file,
-                certfile=self._pki.client_cert_file if client_cert else None,
-                keyfile=self._pki.client_key_file if client_cert else None,
-            )
-        if self.sasl:
-            mechanism = mechanism or self.mechanisms[0]
-            out["sasl_mechanism"] = mechanism
-            if mechanism != "OAUTHBEARER":
-                user = user or next(iter(self.users), None)
-                if user is not None:
-                    out["sasl_plain_username"] = user
-                    out["sasl_plain_password"] = self.users[user]
-        return out
-
-    def librdkafka_config(
-        self, mechanism: str | None = None, user: str | None = None, *, client_cert: bool = False
-    ) -> dict[str, Any]:
-        """The same for a librdkafka (confluent-kafka) client."""
-        conf: dict[str, Any] = {
-            "bootstrap.servers": self.bootstrap_servers,
-            "security.protocol": self.security_protocol,
-        }
-        if self._pki is not None:
-            conf["ssl.ca.location"] = self._pki.ca_file
-            if client_cert:
-                conf["ssl.certificate.location"] = self._pki.client_cert_file
-                conf["ssl.key.location"] = self._pki.client_key_file
-        if self.sasl:
-            mechanism = mechanism or self.mechanisms[0]
-            conf["sasl.mechanism"] = mechanism
-            if mechanism != "OAUTHBEARER":
-                user = user or next(iter(self.users), None)
-                if user is not None:
-                    conf["sasl.username"] = user
-                    conf["sasl.password"] = self.users[user]
-        return conf
-
     def __repr__(self) -> str:
         state = "running" if self._ports else "stopped"
         return (
@@ -403,18 +336,6 @@ class SecureFront:
         self._ports.clear()
         if self._pki is not None:
             self._pki.remove()
-
-    def __enter__(self) -> SecureFront:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> SecureFront:
-        return await asyncio.to_thread(self.start)
-
-    async def __aexit__(self, *exc: object) -> None:
-        await asyncio.to_thread(self.close)
 
     async def _listen(self) -> None:
         context = self._pki.server_context(self.require_client_cert) if self._pki else None
