@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
+import time
 from collections.abc import Sequence, Set
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -378,6 +379,21 @@ class _BrokerMetadataMixin(_BrokerLayoutMixin, _ClientMixin):
             )
             for p in sorted(tmd.partitions)
         ]
+
+    def _await_leaders(
+        self, topic: str, assignment: Sequence[Sequence[int]], deadline: float, poll_s: float
+    ) -> list[PartitionInfo] | None:
+        """The topic's partitions once each is led by the first broker of its replica
+        ``assignment``; None when ``deadline`` (monotonic) passes first."""
+        while True:
+            parts = self._read_partitions(topic)
+            if len(parts) == len(assignment) and all(
+                info.leader == assignment[info.partition][0] for info in parts
+            ):
+                return parts
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(poll_s)
 
     def topics(self) -> list[str]:
         """Names of the cluster's topics (internal ones excluded)."""

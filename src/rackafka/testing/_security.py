@@ -8,6 +8,9 @@ so that a test written against one runs against the other.
 
 from __future__ import annotations
 
+import os
+import shutil
+import ssl
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -18,12 +21,60 @@ SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 
 
+def _require(module: str) -> Any:
+    """Import a package of the ``testing`` extra, or say how to install it."""
+    try:
+        return __import__(module)
+    except ImportError as exc:  # pragma: no cover - the testing extra installs them
+        raise ImportError(
+            f"TLS/SASL on the test clusters needs {module}: pip install 'rackafka[testing]'"
+        ) from exc
+
+
+class _TestPki:
+    """A test CA with a server certificate for ``localhost``/127.0.0.1/::1 and a client
+    certificate, written as PEM files (``ca.pem``, ``client.pem``, ``client.key``) to
+    ``directory``. Test material only."""
+
+    def __init__(self, directory: str) -> None:
+        trustme = _require("trustme")
+        self.dir = directory
+        ca = trustme.CA(organization_name="rackafka test CA")
+        #: The server certificate (a ``trustme.LeafCert``).
+        self.server = ca.issue_cert("localhost", "127.0.0.1", "::1")
+        client = ca.issue_cert("client.rackafka.test")
+        self.ca_pem = ca.cert_pem.bytes().decode()
+        self.ca_file = os.path.join(directory, "ca.pem")
+        ca.cert_pem.write_to_path(self.ca_file)
+        self.client_cert_file = os.path.join(directory, "client.pem")
+        self.client_key_file = os.path.join(directory, "client.key")
+        with open(self.client_cert_file, "wb") as out:
+            for blob in client.cert_chain_pems:
+                out.write(blob.bytes())
+        client.private_key_pem.write_to_path(self.client_key_file)
+
+    def server_context(self, require_client_cert: bool) -> ssl.SSLContext:
+        """A TLS server context with the server certificate (mutual TLS if asked)."""
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        self.server.configure_cert(context)
+        if require_client_cert:
+            context.verify_mode = ssl.CERT_REQUIRED
+            context.load_verify_locations(self.ca_file)
+        return context
+
+    def remove(self) -> None:
+        """Delete the directory and the files in it."""
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
 class _SecurityOptions:
     """A secured listener's settings and the client options that reach it.
 
-    Subclasses provide :attr:`bootstrap_servers`, :attr:`ca_file`, :attr:`client_cert_file`
-    and :attr:`client_key_file`.
+    Subclasses provide :attr:`bootstrap_servers` and, with TLS, the certificates
+    (``_pki``).
     """
+
+    _pki: _TestPki | None = None
 
     #: Whether :meth:`librdkafka_config` has OAUTHBEARER clients make librdkafka's own
     #: unsecured tokens (a listener whose validator accepts them).
@@ -55,6 +106,10 @@ class _SecurityOptions:
         self.users = dict(users or {})
         self.session_lifetime_ms = session_lifetime_ms
         self.require_client_cert = require_client_cert
+        self._check_users()
+
+    def _check_users(self) -> None:
+        """Refuse user names or passwords the listener cannot take (ValueError)."""
 
     @property
     def bootstrap_servers(self) -> str:  # pragma: no cover - overridden
@@ -62,19 +117,24 @@ class _SecurityOptions:
         raise NotImplementedError
 
     @property
-    def ca_file(self) -> str | None:  # pragma: no cover - overridden
+    def ca_file(self) -> str | None:
         """The CA certificate file clients trust (``None`` without TLS)."""
-        raise NotImplementedError
+        return self._pki.ca_file if self._pki else None
 
     @property
-    def client_cert_file(self) -> str | None:  # pragma: no cover - overridden
-        """A client certificate (PEM) accepted for mutual TLS."""
-        raise NotImplementedError
+    def ca_pem(self) -> str | None:
+        """The CA certificate as PEM text (``None`` without TLS)."""
+        return self._pki.ca_pem if self._pki else None
 
     @property
-    def client_key_file(self) -> str | None:  # pragma: no cover - overridden
+    def client_cert_file(self) -> str | None:
+        """A client certificate (PEM) accepted for mutual TLS (``None`` without TLS)."""
+        return self._pki.client_cert_file if self._pki else None
+
+    @property
+    def client_key_file(self) -> str | None:
         """The key of :attr:`client_cert_file`."""
-        raise NotImplementedError
+        return self._pki.client_key_file if self._pki else None
 
     def _sasl_login(self, mechanism: str | None, user: str | None) -> tuple[str, str | None]:
         """The mechanism (default: the first enabled) and the user (default: the first

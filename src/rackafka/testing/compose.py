@@ -276,12 +276,7 @@ class ComposeCluster(_BrokerMetadataMixin, _Lifecycle):
         futures = self._clients().admin().create_topics([topic], request_timeout=30)
         futures[name].result()
         deadline = time.monotonic() + self._metadata_timeout
-        while True:
-            parts = self._read_partitions(name)
-            if len(parts) == partitions and all(
-                info.leader == assignment[info.partition][0] for info in parts
-            ):
-                return parts
-            if time.monotonic() >= deadline:
-                raise TimeoutError(f"topic {name!r} did not get its leaders in time")
-            time.sleep(0.2)
+        parts = self._await_leaders(name, assignment, deadline, 0.2)
+        if parts is None:
+            raise TimeoutError(f"topic {name!r} did not get its leaders in time")
+        return parts

@@ -27,6 +27,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rackafka._backoff import BackoffPolicy
+
 from . import _reaper
 from ._base import BrokerInfo, PartitionInfo, _BrokerMetadataMixin, _Lifecycle, replica_assignment
 from ._clients import ClientPool
@@ -144,6 +146,9 @@ def _storage_tool_class(libs: Path) -> str:
                 return found
     raise KafkaClusterError(f"no StorageTool class in the Kafka jars of {libs}")
 
+
+#: The waits between the tries of a topic creation.
+_ADMIN_RETRY = BackoffPolicy(200, 2000)
 
 #: Admin errors of a topic creation that another try settles.
 _TRANSIENT_ADMIN_ERRORS = frozenset(
@@ -782,6 +787,7 @@ class KafkaCluster(_BrokerMetadataMixin, _Lifecycle):
         )
         deadline = time.monotonic() + timeout
         attempt = 0
+        backoff = _ADMIN_RETRY.start()
         while True:
             attempt += 1
             futures = self._clients().admin().create_topics([topic], request_timeout=timeout)
@@ -800,17 +806,12 @@ class KafkaCluster(_BrokerMetadataMixin, _Lifecycle):
                     raise KafkaClusterError(f"creating topic {name!r} failed: {exc}") from exc
                 log.debug("creating topic %r: %s; trying again", name, exc)
                 self._clients().reset_admin()
-                time.sleep(min(0.2 * attempt, 2.0))
+                time.sleep(backoff.next())
         self._topics.add(name)
-        while True:
-            parts = self._read_partitions(name)
-            if len(parts) == partitions and all(
-                info.leader == assignment[info.partition][0] for info in parts
-            ):
-                return parts
-            if time.monotonic() >= deadline:
-                raise KafkaClusterError(f"topic {name!r} did not get its leaders in {timeout} s")
-            time.sleep(0.1)
+        parts = self._await_leaders(name, assignment, deadline, 0.1)
+        if parts is None:
+            raise KafkaClusterError(f"topic {name!r} did not get its leaders in {timeout} s")
+        return parts
 
     def in_sync_replicas(self, topic: str) -> dict[int, tuple[int, ...]]:
         """Partition -> its in-sync replicas, from Metadata."""

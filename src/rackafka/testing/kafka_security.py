@@ -6,11 +6,10 @@ from __future__ import annotations
 import base64
 import re
 import time
-from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ._security import _SecurityOptions
+from ._security import _SecurityOptions, _TestPki
 
 __all__ = ["KafkaSecurity", "unsecured_oauth_token"]
 
@@ -30,84 +29,46 @@ class KafkaSecurity(_SecurityOptions):
 
     _librdkafka_unsecured_oauth = True
 
-    def __init__(
-        self,
-        security_protocol: str,
-        sasl_mechanisms: Iterable[str] | None,
-        users: Mapping[str, str] | None,
-        session_lifetime_ms: int | None,
-        require_client_cert: bool,
-    ) -> None:
-        super().__init__(
-            security_protocol, sasl_mechanisms, users, session_lifetime_ms, require_client_cert
-        )
+    #: The secured listeners (set by the cluster once its ports are known).
+    _bootstrap = ""
+    #: The brokers' PEM key store, once :meth:`make_files` wrote it.
+    keystore_file: str | None = None
+
+    def _check_users(self) -> None:
         for name, password in self.users.items():
             if not name or not password or _SCRAM_UNSAFE.search(name + password):
                 raise ValueError(
                     "users: names and passwords must be non-empty, without spaces or any of "
                     ",[]=\" (Kafka's storage tool parses them)"
                 )
-        self._bootstrap = ""
-        self._dir: Path | None = None
-        self.keystore_file: str | None = None
 
     # -- files ------------------------------------------------------------------------------
     def make_files(self, directory: Path) -> None:
         """Write the test CA, the brokers' PEM key store and a client certificate."""
-        self._dir = directory
         if not self.tls:
             return
         try:
-            import trustme
             from cryptography.hazmat.primitives import serialization
         except ImportError as exc:  # pragma: no cover - the testing extra installs them
             raise ImportError(
-                "TLS on the Kafka test cluster needs trustme: pip install 'rackafka[testing]'"
+                "TLS on the Kafka test cluster needs cryptography: pip install 'rackafka[testing]'"
             ) from exc
         directory.mkdir(parents=True, exist_ok=True)
-        ca = trustme.CA(organization_name="rackafka test CA")
-        server = ca.issue_cert("localhost", "127.0.0.1", "::1")
-        client = ca.issue_cert("client.rackafka.test")
-
-        def pkcs8(pem: bytes) -> bytes:
-            key = serialization.load_pem_private_key(pem, password=None)
-            return key.private_bytes(
-                serialization.Encoding.PEM,
-                serialization.PrivateFormat.PKCS8,
-                serialization.NoEncryption(),
-            )
-
-        ca.cert_pem.write_to_path(str(directory / "ca.pem"))
+        pki = _TestPki(str(directory))
+        key = serialization.load_pem_private_key(pki.server.private_key_pem.bytes(), None)
         # Kafka's PEM key store: the PKCS#8 key followed by the certificate chain.
         with open(directory / "broker.pem", "wb") as out:
-            out.write(pkcs8(server.private_key_pem.bytes()))
-            for blob in server.cert_chain_pems:
+            out.write(
+                key.private_bytes(
+                    serialization.Encoding.PEM,
+                    serialization.PrivateFormat.PKCS8,
+                    serialization.NoEncryption(),
+                )
+            )
+            for blob in pki.server.cert_chain_pems:
                 out.write(blob.bytes())
-        with open(directory / "client.pem", "wb") as out:
-            for blob in client.cert_chain_pems:
-                out.write(blob.bytes())
-        client.private_key_pem.write_to_path(str(directory / "client.key"))
+        self._pki = pki
         self.keystore_file = str(directory / "broker.pem")
-
-    @property
-    def ca_file(self) -> str | None:
-        """The CA certificate file clients trust (``None`` without TLS)."""
-        return str(self._dir / "ca.pem") if self.tls and self._dir else None
-
-    @property
-    def ca_pem(self) -> str | None:
-        """The CA certificate as PEM text (``None`` without TLS)."""
-        return Path(self.ca_file).read_text() if self.ca_file else None
-
-    @property
-    def client_cert_file(self) -> str | None:
-        """A client certificate (PEM) the brokers accept for mutual TLS."""
-        return str(self._dir / "client.pem") if self.tls and self._dir else None
-
-    @property
-    def client_key_file(self) -> str | None:
-        """The key of :attr:`client_cert_file`."""
-        return str(self._dir / "client.key") if self.tls and self._dir else None
 
     @property
     def bootstrap_servers(self) -> str:

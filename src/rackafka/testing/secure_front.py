@@ -14,6 +14,7 @@ import contextlib
 import functools
 import logging
 import struct
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Coroutine, Iterable, Mapping
@@ -31,9 +32,9 @@ from rackafka.protocol.apis.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from rackafka.protocol.schema import Api
 
 from ._base import _Lifecycle
-from ._front_auth import _Pki, _ScramUsers
+from ._front_auth import _ScramUsers
 from ._front_routing import FrontStats, _FrontRouting
-from ._security import SASL_MECHANISMS, SECURITY_PROTOCOLS, _SecurityOptions
+from ._security import SASL_MECHANISMS, SECURITY_PROTOCOLS, _SecurityOptions, _TestPki
 
 __all__ = [
     "REPLICA_SELECTORS",
@@ -134,7 +135,7 @@ class SecureFront(_FrontRouting, _SecurityOptions, _Lifecycle):
         self._router_lock: asyncio.Lock | None = None
         self._backends = dict(brokers)
         self._ports: dict[int, int] = {}
-        self._pki: _Pki | None = _Pki() if self.tls else None
+        self._pki = _TestPki(tempfile.mkdtemp(prefix="rackafka-front-")) if self.tls else None
         self._scram = {
             m: _ScramUsers(m, self.users) for m in self.mechanisms if m.startswith("SCRAM-")
         }
@@ -145,26 +146,6 @@ class SecureFront(_FrontRouting, _SecurityOptions, _Lifecycle):
         self._accepting: set[asyncio.Task[Any]] = set()
 
     # -- public attributes ---------------------------------------------------------------
-
-    @property
-    def ca_file(self) -> str | None:
-        """The CA certificate file clients trust (``None`` without TLS)."""
-        return self._pki.ca_file if self._pki else None
-
-    @property
-    def ca_pem(self) -> str | None:
-        """The CA certificate as PEM text (``None`` without TLS)."""
-        return self._pki.ca_pem if self._pki else None
-
-    @property
-    def client_cert_file(self) -> str | None:
-        """A client certificate (PEM) the front accepts for mutual TLS."""
-        return self._pki.client_cert_file if self._pki else None
-
-    @property
-    def client_key_file(self) -> str | None:
-        """The key of :attr:`client_cert_file`."""
-        return self._pki.client_key_file if self._pki else None
 
     @property
     def bootstrap_servers(self) -> str:
