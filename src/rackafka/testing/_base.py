@@ -4,6 +4,7 @@ broker layout and metadata look-ups, and the context-manager protocol."""
 from __future__ import annotations
 
 import asyncio
+import re
 import socket
 import struct
 import time
@@ -161,6 +162,14 @@ class _Lifecycle:
 
     def close(self) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
+
+    def _startable(self) -> bool:
+        """For :meth:`start`, under the object's lock: False when it is already running;
+        RuntimeError when it was closed (a closed cluster cannot be restarted)."""
+        state = getattr(self, "_state", "new")
+        if state == "closed":
+            raise RuntimeError(f"this {type(self).__name__} was closed; create a new one")
+        return state != "running"
 
     def _exiting_on_error(self) -> None:
         """Called before :meth:`close` when the ``with`` block raised."""
@@ -416,6 +425,50 @@ class _BrokerMetadataMixin(_BrokerLayoutMixin, _ClientMixin):
         brokers = self.brokers
         broker = brokers[broker_id if broker_id is not None else min(brokers)]
         return probe_api_versions(broker.host, broker.port)
+
+
+def check_layout(
+    brokers: int, racks: Sequence[str] | None, *, words: bool = False
+) -> tuple[str, ...]:
+    """Check a cluster's broker count and rack names (ValueError/TypeError naming the
+    wrong one) and return the racks; ``words``: rack names of word characters, dots and
+    dashes only (they go into a properties file)."""
+    if isinstance(brokers, bool) or not isinstance(brokers, int) or brokers < 1:
+        raise ValueError(f"brokers must be an int >= 1, got {brokers!r}")
+    if isinstance(racks, str):
+        raise TypeError(f"racks must be a sequence of rack names, not the string {racks!r}")
+    rack_list = tuple(racks or ())
+    for rack in rack_list:
+        if not isinstance(rack, str) or not rack:
+            raise ValueError(f"rack names must be non-empty strings, got {rack!r}")
+        if words and not re.match(r"^[\w.-]+$", rack):
+            raise ValueError(f"rack names must be non-empty words, got {rack!r}")
+    return rack_list
+
+
+def check_topic_args(
+    name: str,
+    partitions: int,
+    replication_factor: int | None,
+    leaders: Sequence[int] | None,
+    brokers: int,
+) -> int:
+    """Check the arguments of a ``create_topic`` (ValueError naming the wrong one) and
+    return the replication factor (default: 3, or ``brokers`` when there are fewer)."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"topic name must be a non-empty string, got {name!r}")
+    if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
+        raise ValueError(f"partitions must be an int >= 1, got {partitions!r}")
+    if replication_factor is None:
+        replication_factor = min(3, brokers)
+    if not 1 <= replication_factor <= brokers:
+        raise ValueError(
+            f"replication_factor must be 1..{brokers} (the number of brokers), "
+            f"got {replication_factor!r}"
+        )
+    if leaders is not None and len(leaders) != partitions:
+        raise ValueError(f"leaders needs one broker id per partition ({partitions})")
+    return replication_factor
 
 
 def replica_assignment(

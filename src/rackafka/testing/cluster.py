@@ -21,6 +21,8 @@ from ._base import (
     EmbeddedClusterError,
     PartitionInfo,
     RequestRecord,
+    check_layout,
+    check_topic_args,
     probe_api_versions,
 )
 from ._clients import ClientPool
@@ -120,14 +122,7 @@ class EmbeddedCluster(_MockFaults):
         oauth_validator: Any = None,
         replica_selector: str | None = None,
     ) -> None:
-        if isinstance(brokers, bool) or not isinstance(brokers, int) or brokers < 1:
-            raise ValueError(f"brokers must be an int >= 1, got {brokers!r}")
-        if isinstance(racks, str):
-            raise TypeError(f"racks must be a sequence of rack names, not the string {racks!r}")
-        rack_list = tuple(racks or ())
-        for rack in rack_list:
-            if not isinstance(rack, str) or not rack:
-                raise ValueError(f"rack names must be non-empty strings, got {rack!r}")
+        rack_list = check_layout(brokers, racks)
         if group_initial_rebalance_delay_ms < 0:
             raise ValueError("group_initial_rebalance_delay_ms must be >= 0")
         self._broker_count = brokers
@@ -174,10 +169,8 @@ class EmbeddedCluster(_MockFaults):
             RuntimeError: the cluster was closed; a closed cluster cannot be restarted.
         """
         with self._lock:
-            if self._state == "running":
+            if not self._startable():
                 return self
-            if self._state == "closed":
-                raise RuntimeError("this EmbeddedCluster was closed; create a new one")
             handles = self._handles
             try:
                 # log_level 4: hide the notice that the hosting handle has no bootstrap servers.
@@ -302,19 +295,9 @@ class EmbeddedCluster(_MockFaults):
         Returns:
             the partitions' :class:`PartitionInfo`.
         """
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"topic name must be a non-empty string, got {name!r}")
-        if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
-            raise ValueError(f"partitions must be an int >= 1, got {partitions!r}")
-        if replication_factor is None:
-            replication_factor = min(3, self._broker_count)
-        if not 1 <= replication_factor <= self._broker_count:
-            raise ValueError(
-                f"replication_factor must be 1..{self._broker_count} (the number of brokers), "
-                f"got {replication_factor!r}"
-            )
-        if leaders is not None and len(leaders) != partitions:
-            raise ValueError(f"leaders needs one broker id per partition ({partitions})")
+        replication_factor = check_topic_args(
+            name, partitions, replication_factor, leaders, self._broker_count
+        )
         with self._lock:
             mc = self._mc()
             self._check(

@@ -16,7 +16,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ._base import BrokerInfo, PartitionInfo, _BrokerMetadataMixin, _Lifecycle, replica_assignment
+from ._base import (
+    BrokerInfo,
+    PartitionInfo,
+    _BrokerMetadataMixin,
+    _Lifecycle,
+    check_topic_args,
+    replica_assignment,
+)
 from ._clients import ClientPool
 
 __all__ = [
@@ -68,6 +75,24 @@ class FaultInjectionUnsupportedError(NotImplementedError):
     """The fault-injection call needs the embedded cluster; a real cluster cannot do it."""
 
 
+class _WithoutFaultInjection:
+    """A cluster of real brokers: the embedded cluster's fault-injection methods raise
+    :class:`FaultInjectionUnsupportedError` (``supports_fault_injection`` is False)."""
+
+    supports_fault_injection = False
+    #: The methods of the embedded cluster this cluster cannot offer.
+    _unsupported_methods: frozenset[str] = _FAULT_INJECTION_METHODS
+    #: Said after "NAME() needs the embedded cluster".
+    _why_no_faults = ""
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self._unsupported_methods:
+            raise FaultInjectionUnsupportedError(
+                f"{name}() needs the embedded cluster{self._why_no_faults}"
+            )
+        raise AttributeError(name)
+
+
 def _make_compose_certs(project: Path) -> None:
     """Run the project's ``compose/make_certs.py`` when its certificates are missing (the
     SASL_SSL listener of docker-compose.yml needs them to start)."""
@@ -117,7 +142,7 @@ def docker_engine_error(timeout: float = 10.0) -> str | None:
     return None
 
 
-class ComposeCluster(_BrokerMetadataMixin, _Lifecycle):
+class ComposeCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _Lifecycle):
     """The project's ``docker-compose.yml`` Kafka cluster, started with testcontainers.
 
     Arguments:
@@ -130,7 +155,9 @@ class ComposeCluster(_BrokerMetadataMixin, _Lifecycle):
         expected_brokers: how many brokers the cluster has.
     """
 
-    supports_fault_injection = False
+    _why_no_faults = (
+        "; a real Kafka cluster cannot do it (mark the test with @pytest.mark.fault_injection)"
+    )
 
     def __init__(
         self,
@@ -226,14 +253,6 @@ class ComposeCluster(_BrokerMetadataMixin, _Lifecycle):
             raise RuntimeError("the ComposeCluster is not running: call start()")
         return self._pool
 
-    def __getattr__(self, name: str) -> Any:
-        if name in _FAULT_INJECTION_METHODS:
-            raise FaultInjectionUnsupportedError(
-                f"{name}() needs the embedded cluster; a real Kafka cluster cannot do it "
-                "(mark the test with @pytest.mark.fault_injection)"
-            )
-        raise AttributeError(name)
-
     # -- layout ----------------------------------------------------------------------------
     @property
     def bootstrap_servers(self) -> str:
@@ -265,12 +284,9 @@ class ComposeCluster(_BrokerMetadataMixin, _Lifecycle):
         """
         admin_mod = __import__("confluent_kafka.admin", fromlist=["NewTopic"])
         ids = sorted(self.brokers)
-        if replication_factor is None:
-            replication_factor = min(3, len(ids))
-        if not 1 <= replication_factor <= len(ids):
-            raise ValueError(f"replication_factor must be 1..{len(ids)}")
-        if leaders is not None and len(leaders) != partitions:
-            raise ValueError(f"leaders needs one broker id per partition ({partitions})")
+        replication_factor = check_topic_args(
+            name, partitions, replication_factor, leaders, len(ids)
+        )
         assignment = replica_assignment(ids, partitions, replication_factor, leaders)
         topic = admin_mod.NewTopic(name, num_partitions=partitions, replica_assignment=assignment)
         futures = self._clients().admin().create_topics([topic], request_timeout=30)

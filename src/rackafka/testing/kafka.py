@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import logging
 import os
-import re
 import shutil
 import socket
 import subprocess
@@ -30,11 +29,19 @@ from typing import Any
 from rackafka._backoff import BackoffPolicy
 
 from . import _reaper
-from ._base import BrokerInfo, PartitionInfo, _BrokerMetadataMixin, _Lifecycle, replica_assignment
+from ._base import (
+    BrokerInfo,
+    PartitionInfo,
+    _BrokerMetadataMixin,
+    _Lifecycle,
+    check_layout,
+    check_topic_args,
+    replica_assignment,
+)
 from ._clients import ClientPool
 from ._kafka_nodes import _Node, _port_free, _Processes, stop_processes
 from ._security import SASL_MECHANISMS, SECURITY_PROTOCOLS
-from .compose import _FAULT_INJECTION_METHODS, FaultInjectionUnsupportedError
+from .compose import _FAULT_INJECTION_METHODS, _WithoutFaultInjection
 from .kafka_dist import find_java, kafka_libs
 from .kafka_dist import kafka_version as _resolve_version
 from .kafka_security import KafkaSecurity, unsecured_oauth_token
@@ -170,7 +177,7 @@ def _admin_error_retriable(exc: BaseException) -> bool:
     return bool(retriable()) if callable(retriable) else False
 
 
-class KafkaCluster(_BrokerMetadataMixin, _Lifecycle):
+class KafkaCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _Lifecycle):
     """A real Apache Kafka cluster: ``brokers`` KRaft nodes (broker and controller each)
     as JVMs on 127.0.0.1, broker ``i + 1`` in rack ``racks[i % len(racks)]``.
 
@@ -220,7 +227,8 @@ class KafkaCluster(_BrokerMetadataMixin, _Lifecycle):
     with the broker's last log lines).
     """
 
-    supports_fault_injection = False
+    _unsupported_methods = _UNSUPPORTED
+    _why_no_faults = " (librdkafka's mock); real Kafka brokers cannot do it"
 
     def __init__(
         self,
@@ -244,14 +252,7 @@ class KafkaCluster(_BrokerMetadataMixin, _Lifecycle):
         startup_timeout: float = 180.0,
         stop_timeout: float = 30.0,
     ) -> None:
-        if isinstance(brokers, bool) or not isinstance(brokers, int) or brokers < 1:
-            raise ValueError(f"brokers must be an int >= 1, got {brokers!r}")
-        if isinstance(racks, str):
-            raise TypeError(f"racks must be a sequence of rack names, not the string {racks!r}")
-        rack_list = tuple(racks or ())
-        for rack in rack_list:
-            if not isinstance(rack, str) or not rack or not re.match(r"^[\w.-]+$", rack):
-                raise ValueError(f"rack names must be non-empty words, got {rack!r}")
+        rack_list = check_layout(brokers, racks, words=True)
         if group_initial_rebalance_delay_ms < 0:
             raise ValueError("group_initial_rebalance_delay_ms must be >= 0")
         if startup_timeout <= 0 or stop_timeout <= 0:
@@ -310,10 +311,8 @@ class KafkaCluster(_BrokerMetadataMixin, _Lifecycle):
             RuntimeError: the cluster was closed; a closed cluster cannot be restarted.
         """
         with self._lock:
-            if self._state == "running":
+            if not self._startable():
                 return self
-            if self._state == "closed":
-                raise RuntimeError("this KafkaCluster was closed; create a new one")
             began = time.monotonic()
             self._java = find_java(self._java_arg)
             self._libs = kafka_libs(self._kafka_version, self._cache_dir)
@@ -662,14 +661,6 @@ class KafkaCluster(_BrokerMetadataMixin, _Lifecycle):
             f"racks={list(self._racks)} bootstrap={boot!r}>"
         )
 
-    def __getattr__(self, name: str) -> Any:
-        if name in _UNSUPPORTED:
-            raise FaultInjectionUnsupportedError(
-                f"{name}() needs the embedded cluster (librdkafka's mock); real Kafka brokers "
-                "cannot do it"
-            )
-        raise AttributeError(name)
-
     def _require_running(self) -> None:
         self._clients()
 
@@ -762,20 +753,10 @@ class KafkaCluster(_BrokerMetadataMixin, _Lifecycle):
             the partitions' :class:`PartitionInfo` (``leader_epoch`` is None: Metadata
             through confluent-kafka does not give it).
         """
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"topic name must be a non-empty string, got {name!r}")
-        if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
-            raise ValueError(f"partitions must be an int >= 1, got {partitions!r}")
         ids = sorted(self._procs.nodes)
-        if replication_factor is None:
-            replication_factor = min(3, len(ids))
-        if not 1 <= replication_factor <= len(ids):
-            raise ValueError(
-                f"replication_factor must be 1..{len(ids)} (the number of brokers), "
-                f"got {replication_factor!r}"
-            )
-        if leaders is not None and len(leaders) != partitions:
-            raise ValueError(f"leaders needs one broker id per partition ({partitions})")
+        replication_factor = check_topic_args(
+            name, partitions, replication_factor, leaders, len(ids)
+        )
         lead = [self._node(b).node_id for b in leaders] if leaders is not None else None
         assignment = replica_assignment(ids, partitions, replication_factor, lead)
         admin_mod = __import__("confluent_kafka.admin", fromlist=["NewTopic"])
