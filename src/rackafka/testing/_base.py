@@ -20,6 +20,7 @@ from ._clients import (
     ProduceResult,
     TransactionalProduceResult,
     ValueArg,
+    _check_partition_arg,
 )
 
 DEFAULT_RACKS: tuple[str, ...] = ("az-a", "az-b", "az-c")
@@ -254,12 +255,25 @@ class _ClientMixin:
             ProduceError: some records were not delivered; its message and ``missing``
                 say which (record numbers, and how many per partition).
         """
-        return self._clients().produce(
-            topic, count, value_size=value_size, key=key, value=value, headers=headers,
-            partition=partition, batch_size=batch_size, compression=compression,
-            linger_ms=linger_ms, timestamp_ms=timestamp_ms, idempotent=idempotent,
-            timeout=timeout,
+        _check_partition_arg(partition)
+        pool = self._clients()
+        producer = pool.producer(
+            pool.producer_conf(
+                compression=compression,
+                batch_size=batch_size,
+                linger_ms=linger_ms,
+                idempotent=idempotent,
+            )
+        )
+        lookup = 60.0 if timeout is None else timeout
+        partitions = pool.partition_count(producer, topic, lookup) if partition == "spread" else 0
+        result = ProduceResult(topic)
+        pool.produce_into(
+            producer, result, topic, 0, count, value_size=value_size, key=key, value=value,
+            headers=headers, partition=partition, partitions=partitions,
+            timestamp_ms=timestamp_ms, timeout=timeout,
         )  # fmt: skip
+        return result
 
     async def aproduce(
         self, topic: str, count: int, *, client: str = "rackafka", **kwargs: Any

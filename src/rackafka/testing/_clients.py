@@ -449,42 +449,6 @@ class ClientPool:
                 missing,
             )  # fmt: skip
 
-    def produce(
-        self,
-        topic: str,
-        count: int,
-        *,
-        value_size: int = 100,
-        key: KeyArg = None,
-        value: ValueArg = None,
-        headers: HeadersArg = None,
-        partition: PartitionArg = None,
-        batch_size: int | None = None,
-        compression: str = "none",
-        linger_ms: float | None = None,
-        timestamp_ms: int | None = None,
-        idempotent: bool = False,
-        timeout: float | None = None,
-    ) -> ProduceResult:
-        """See :meth:`rackafka.testing.EmbeddedCluster.produce`."""
-        _check_partition_arg(partition)
-        conf = self.producer_conf(
-            compression=compression,
-            batch_size=batch_size,
-            linger_ms=linger_ms,
-            idempotent=idempotent,
-        )
-        producer = self.producer(conf)
-        lookup = 60.0 if timeout is None else timeout
-        partitions = self.partition_count(producer, topic, lookup) if partition == "spread" else 0
-        result = ProduceResult(topic)
-        self.produce_into(
-            producer, result, topic, 0, count, value_size=value_size, key=key, value=value,
-            headers=headers, partition=partition, partitions=partitions,
-            timestamp_ms=timestamp_ms, timeout=timeout,
-        )  # fmt: skip
-        return result
-
     def produce_transactional(
         self,
         topic: str,
