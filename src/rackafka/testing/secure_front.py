@@ -32,9 +32,14 @@ from rackafka.protocol.apis.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from rackafka.protocol.schema import Api
 
 from ._base import _Lifecycle
-from ._front_auth import _ScramUsers
 from ._front_routing import FrontStats, _FrontRouting
-from ._security import SASL_MECHANISMS, SECURITY_PROTOCOLS, _SecurityOptions, _TestPki
+from ._security import (
+    SASL_MECHANISMS,
+    SECURITY_PROTOCOLS,
+    _ScramUsers,
+    _SecurityOptions,
+    _TestPki,
+)
 
 __all__ = [
     "REPLICA_SELECTORS",
