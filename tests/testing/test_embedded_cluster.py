@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from rackafka import errors
 from rackafka.testing import (
     DISCONNECT,
     ConfluentKafkaMissingError,
@@ -31,10 +32,10 @@ from . import _rawkafka
 
 ck = pytest.importorskip("confluent_kafka", reason="the embedded cluster needs confluent-kafka")
 
-NOT_LEADER_OR_FOLLOWER = 6
-OFFSET_OUT_OF_RANGE = 1
-FENCED_LEADER_EPOCH = 74
-UNKNOWN_LEADER_EPOCH = 75
+NOT_LEADER_OR_FOLLOWER = errors.NotLeaderForPartitionError.errno
+OFFSET_OUT_OF_RANGE = errors.OffsetOutOfRangeError.errno
+FENCED_LEADER_EPOCH = errors.FencedLeaderEpochError.errno
+UNKNOWN_LEADER_EPOCH = errors.UnknownLeaderEpochError.errno
 
 
 @pytest.fixture
@@ -609,7 +610,8 @@ def test_push_request_errors(cluster: EmbeddedCluster) -> None:
     cluster.push_request_errors(1, DISCONNECT)
     with pytest.raises(_rawkafka.ConnectionClosed):
         _rawkafka.fetch(b1.host, b1.port, "errs", 0, 0)
-    cluster.push_request_errors("fetch", 3, 3)
+    unknown = errors.UnknownTopicOrPartitionError.errno
+    cluster.push_request_errors("fetch", unknown, unknown)
     cluster.clear_request_errors("fetch")
     assert _rawkafka.fetch(b1.host, b1.port, "errs", 0, 0).error_code == 0
 
