@@ -4,6 +4,7 @@ broker layout and metadata look-ups, and the context-manager protocol."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import socket
 import struct
@@ -17,11 +18,16 @@ from ._clients import (
     HeadersArg,
     KeyArg,
     PartitionArg,
+    ProduceError,
     ProduceResult,
     TransactionalProduceResult,
+    TransactionResult,
     ValueArg,
     _check_partition_arg,
+    delivery_timeout,
 )
+
+log = logging.getLogger("rackafka.testing")
 
 DEFAULT_RACKS: tuple[str, ...] = ("az-a", "az-b", "az-c")
 
@@ -326,11 +332,58 @@ class _ClientMixin:
             a :class:`TransactionalProduceResult` (per transaction: committed or not,
             per-partition counts, first/last offsets and control-marker offsets).
         """
-        return self._clients().produce_transactional(
-            topic, transactions, value_size=value_size, key=key, value=value,
-            headers=headers, partition=partition, compression=compression,
-            transactional_id=transactional_id, timeout=timeout,
-        )  # fmt: skip
+        _check_partition_arg(partition)
+        steps: list[tuple[bool, int]] = []
+        for step in transactions:
+            try:
+                action, n = step
+            except (TypeError, ValueError):
+                raise ValueError(
+                    f"each transaction must be ('commit'|'abort', count), got {step!r}"
+                ) from None
+            if action not in ("commit", "abort"):
+                raise ValueError(f"transaction action must be 'commit' or 'abort', got {action!r}")
+            if not isinstance(n, int) or n < 1:
+                raise ValueError(f"a transaction needs a record count >= 1, got {n!r}")
+            steps.append((action == "commit", n))
+        if timeout is None:
+            timeout = delivery_timeout(sum(n for _c, n in steps), value_size)
+        pool = self._clients()
+        producer = pool.transactional_producer(compression, transactional_id)
+        try:
+            producer.init_transactions(timeout)
+            partitions = (
+                pool.partition_count(producer, topic, timeout) if partition == "spread" else 0
+            )
+            out: list[TransactionResult] = []
+            index = 0
+            for committed, n in steps:
+                txn = TransactionResult(topic, committed=committed, first_index=index)
+                producer.begin_transaction()
+                # flush() inside produce_into makes every record reach the log before
+                # the transaction ends; otherwise abort_transaction() would purge them.
+                pool.produce_into(
+                    producer, txn, topic, index, n, value_size=value_size, key=key,
+                    value=value, headers=headers, partition=partition, partitions=partitions,
+                    timestamp_ms=None, timeout=timeout,
+                )  # fmt: skip
+                if committed:
+                    producer.commit_transaction(timeout)
+                else:
+                    producer.abort_transaction(timeout)
+                txn.marker_offsets = {p: last + 1 for p, last in txn.last_offsets.items()}
+                out.append(txn)
+                index += n
+            return TransactionalProduceResult(topic, out)
+        except pool.kafka_exception as exc:
+            raise ProduceError(f"transactional produce to {topic!r} failed: {exc}") from exc
+        finally:
+            try:
+                producer.purge(in_queue=True, in_flight=True, blocking=False)
+                producer.poll(0)
+            except Exception:  # pragma: no cover - best effort
+                log.debug("purging the transactional producer failed", exc_info=True)
+            del producer
 
     def metadata(self) -> Any:
         """``confluent_kafka`` ``ClusterMetadata`` (brokers, topics) as a client sees it now."""
