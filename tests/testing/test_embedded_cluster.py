@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from rackafka import errors
 from rackafka.testing import (
     DISCONNECT,
     ConfluentKafkaMissingError,
@@ -31,10 +32,10 @@ from . import _rawkafka
 
 ck = pytest.importorskip("confluent_kafka", reason="the embedded cluster needs confluent-kafka")
 
-NOT_LEADER_OR_FOLLOWER = 6
-OFFSET_OUT_OF_RANGE = 1
-FENCED_LEADER_EPOCH = 74
-UNKNOWN_LEADER_EPOCH = 75
+NOT_LEADER_OR_FOLLOWER = errors.NotLeaderForPartitionError.errno
+OFFSET_OUT_OF_RANGE = errors.OffsetOutOfRangeError.errno
+FENCED_LEADER_EPOCH = errors.FencedLeaderEpochError.errno
+UNKNOWN_LEADER_EPOCH = errors.UnknownLeaderEpochError.errno
 
 
 @pytest.fixture
@@ -458,10 +459,12 @@ def test_emulate_rack_aware_selector_with_more_brokers_than_racks() -> None:
         for (_, p), replica in chosen.items():
             info = c.partition_info("six", p)
             in_rack = [r for r in info.replicas if c.rack_of(r) == "az-c"]
-            if not in_rack or in_rack[0] == info.leader:
+            # Kafka's selector: the leader when it is in the rack (or none is), else the
+            # most caught-up replica of the rack; all caught up, the highest broker id.
+            if not in_rack or info.leader in in_rack:
                 assert replica == -1
             else:
-                assert replica == in_rack[0]
+                assert replica == max(in_rack)
                 assert replica in info.replicas
         assert any(r != -1 for r in chosen.values())
 
@@ -607,7 +610,8 @@ def test_push_request_errors(cluster: EmbeddedCluster) -> None:
     cluster.push_request_errors(1, DISCONNECT)
     with pytest.raises(_rawkafka.ConnectionClosed):
         _rawkafka.fetch(b1.host, b1.port, "errs", 0, 0)
-    cluster.push_request_errors("fetch", 3, 3)
+    unknown = errors.UnknownTopicOrPartitionError.errno
+    cluster.push_request_errors("fetch", unknown, unknown)
     cluster.clear_request_errors("fetch")
     assert _rawkafka.fetch(b1.host, b1.port, "errs", 0, 0).error_code == 0
 

@@ -21,6 +21,7 @@ from Python, so that the brokers (and the front that plays the replica selector 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import shlex
@@ -70,6 +71,14 @@ def _broker_or_none(text: str) -> int | None:
     return _int(text, "broker id")
 
 
+def _broker_or_all(text: str) -> int | None:
+    return None if text.lower() == "all" else _int(text, "broker id")
+
+
+def _number(what: str) -> Callable[[str], int]:
+    return functools.partial(_int, what=what)
+
+
 def _partition_json(info: PartitionInfo) -> dict[str, Any]:
     data = asdict(info)
     data["replicas"] = list(info.replicas)
@@ -86,6 +95,30 @@ def _process_of(cluster: Any, node_id: int) -> dict[str, Any]:
 def _dumps(data: Any) -> str:
     return json.dumps(data, separators=(",", ":"), sort_keys=True)
 
+
+#: Commands that call one cluster method with their arguments converted, and answer
+#: nothing or the partition it returns: name -> (method, converters, answer).
+_CALLS: dict[str, tuple[str, tuple[Callable[[str], Any], ...], Callable[[Any], Any] | None]] = {
+    "partition": ("partition_info", (str, _number("partition")), _partition_json),
+    "move-leader": ("move_leader", (str, _number("partition"), _broker_or_none), _partition_json),
+    "set-follower": (
+        "set_preferred_read_replica",
+        (str, _number("partition"), _broker_or_none),
+        _partition_json,
+    ),
+    "follower-wmarks": (
+        "set_follower_watermarks",
+        (str, _number("partition"), _number("low"), _number("high")),
+        _partition_json,
+    ),
+    "broker-down": ("broker_down", (_number("broker id"),), None),
+    "broker-up": ("broker_up", (_number("broker id"),), None),
+    "rtt": ("set_broker_rtt", (_broker_or_all, _number("rtt")), None),
+    "delete-records": ("delete_records", (str, _number("partition"), _number("offset")), None),
+    "cap-version": ("cap_api_version", (str, _number("min"), _number("max")), None),
+    "restore-version": ("restore_api_version", (str,), None),
+    "clear-errors": ("clear_request_errors", (str,), None),
+}
 
 _HELP = {
     "help": "",
@@ -130,7 +163,12 @@ class CommandInterpreter:
         # A KafkaCluster answers the mock-only calls with FaultInjectionUnsupportedError.
         self.cluster: Any = cluster
         self._commands: dict[str, Callable[[list[str]], Any]] = {
-            name: getattr(self, "_cmd_" + name.replace("-", "_")) for name in _HELP
+            name: (
+                functools.partial(self._call, *_CALLS[name])
+                if name in _CALLS
+                else getattr(self, "_cmd_" + name.replace("-", "_"))
+            )
+            for name in _HELP
         }
 
     def execute(self, line: str) -> str:
@@ -171,6 +209,17 @@ class CommandInterpreter:
             raise IndexError(f"got {len(args)} argument(s)")
         return args
 
+    def _call(
+        self,
+        method: str,
+        converters: tuple[Callable[[str], Any], ...],
+        answer: Callable[[Any], Any] | None,
+        args: list[str],
+    ) -> Any:
+        self._args(args, len(converters), len(converters))
+        result = getattr(self.cluster, method)(*(c(a) for c, a in zip(converters, args)))
+        return None if answer is None else answer(result)
+
     # -- commands --------------------------------------------------------------------------
     def _cmd_help(self, args: list[str]) -> Any:
         return {name: usage for name, usage in _HELP.items()}
@@ -202,24 +251,6 @@ class CommandInterpreter:
         parts = self.cluster.create_topic(args[0], _int(args[1], "partitions"), rf)
         return [_partition_json(p) for p in parts]
 
-    def _cmd_partition(self, args: list[str]) -> Any:
-        self._args(args, 2, 2)
-        return _partition_json(self.cluster.partition_info(args[0], _int(args[1], "partition")))
-
-    def _cmd_move_leader(self, args: list[str]) -> Any:
-        self._args(args, 3, 3)
-        info = self.cluster.move_leader(
-            args[0], _int(args[1], "partition"), _broker_or_none(args[2])
-        )
-        return _partition_json(info)
-
-    def _cmd_set_follower(self, args: list[str]) -> Any:
-        self._args(args, 3, 3)
-        info = self.cluster.set_preferred_read_replica(
-            args[0], _int(args[1], "partition"), _broker_or_none(args[2])
-        )
-        return _partition_json(info)
-
     def _cmd_clear_follower(self, args: list[str]) -> Any:
         self._args(args, 2, 2)
         info = self.cluster.set_preferred_read_replica(args[0], _int(args[1], "partition"), None)
@@ -234,29 +265,6 @@ class CommandInterpreter:
         rack = None if args[0].lower() in ("none", "-") else args[0]
         chosen = self.cluster.emulate_rack_aware_selector(rack, args[1:] or None)
         return {f"{topic}/{p}": replica for (topic, p), replica in chosen.items()}
-
-    def _cmd_follower_wmarks(self, args: list[str]) -> Any:
-        self._args(args, 4, 4)
-        info = self.cluster.set_follower_watermarks(
-            args[0], _int(args[1], "partition"), _int(args[2], "low"), _int(args[3], "high")
-        )
-        return _partition_json(info)
-
-    def _cmd_broker_down(self, args: list[str]) -> Any:
-        self._args(args, 1, 1)
-        self.cluster.broker_down(_int(args[0], "broker id"))
-        return None
-
-    def _cmd_broker_up(self, args: list[str]) -> Any:
-        self._args(args, 1, 1)
-        self.cluster.broker_up(_int(args[0], "broker id"))
-        return None
-
-    def _cmd_rtt(self, args: list[str]) -> Any:
-        self._args(args, 2, 2)
-        broker = None if args[0].lower() == "all" else _int(args[0], "broker id")
-        self.cluster.set_broker_rtt(broker, _int(args[1], "rtt"))
-        return None
 
     def _cmd_produce(self, args: list[str]) -> Any:
         self._args(args, 2, 4)
@@ -290,21 +298,6 @@ class CommandInterpreter:
             ],
         }
 
-    def _cmd_delete_records(self, args: list[str]) -> Any:
-        self._args(args, 3, 3)
-        self.cluster.delete_records(args[0], _int(args[1], "partition"), _int(args[2], "offset"))
-        return None
-
-    def _cmd_cap_version(self, args: list[str]) -> Any:
-        self._args(args, 3, 3)
-        self.cluster.cap_api_version(args[0], _int(args[1], "min"), _int(args[2], "max"))
-        return None
-
-    def _cmd_restore_version(self, args: list[str]) -> Any:
-        self._args(args, 1, 1)
-        self.cluster.restore_api_version(args[0])
-        return None
-
     def _cmd_api_versions(self, args: list[str]) -> Any:
         self._args(args, 0, 1)
         broker = _int(args[0], "broker id") if args else None
@@ -314,11 +307,6 @@ class CommandInterpreter:
     def _cmd_push_errors(self, args: list[str]) -> Any:
         self._args(args, 2)
         self.cluster.push_request_errors(args[0], *(_int(a, "error code") for a in args[1:]))
-        return None
-
-    def _cmd_clear_errors(self, args: list[str]) -> Any:
-        self._args(args, 1, 1)
-        self.cluster.clear_request_errors(args[0])
         return None
 
     def _cmd_track_start(self, args: list[str]) -> Any:

@@ -449,73 +449,9 @@ class ClientPool:
                 missing,
             )  # fmt: skip
 
-    def produce(
-        self,
-        topic: str,
-        count: int,
-        *,
-        value_size: int = 100,
-        key: KeyArg = None,
-        value: ValueArg = None,
-        headers: HeadersArg = None,
-        partition: PartitionArg = None,
-        batch_size: int | None = None,
-        compression: str = "none",
-        linger_ms: float | None = None,
-        timestamp_ms: int | None = None,
-        idempotent: bool = False,
-        timeout: float | None = None,
-    ) -> ProduceResult:
-        """See :meth:`rackafka.testing.EmbeddedCluster.produce`."""
-        _check_partition_arg(partition)
-        conf = self.producer_conf(
-            compression=compression,
-            batch_size=batch_size,
-            linger_ms=linger_ms,
-            idempotent=idempotent,
-        )
-        producer = self.producer(conf)
-        lookup = 60.0 if timeout is None else timeout
-        partitions = self.partition_count(producer, topic, lookup) if partition == "spread" else 0
-        result = ProduceResult(topic)
-        self.produce_into(
-            producer, result, topic, 0, count, value_size=value_size, key=key, value=value,
-            headers=headers, partition=partition, partitions=partitions,
-            timestamp_ms=timestamp_ms, timeout=timeout,
-        )  # fmt: skip
-        return result
-
-    def produce_transactional(
-        self,
-        topic: str,
-        transactions: Sequence[tuple[str, int]],
-        *,
-        value_size: int = 100,
-        key: KeyArg = None,
-        value: ValueArg = None,
-        headers: HeadersArg = None,
-        partition: PartitionArg = None,
-        compression: str = "none",
-        transactional_id: str | None = None,
-        timeout: float | None = None,
-    ) -> TransactionalProduceResult:
-        """See :meth:`rackafka.testing.EmbeddedCluster.produce_transactional`."""
-        _check_partition_arg(partition)
-        steps: list[tuple[bool, int]] = []
-        for step in transactions:
-            try:
-                action, n = step
-            except (TypeError, ValueError):
-                raise ValueError(
-                    f"each transaction must be ('commit'|'abort', count), got {step!r}"
-                ) from None
-            if action not in ("commit", "abort"):
-                raise ValueError(f"transaction action must be 'commit' or 'abort', got {action!r}")
-            if not isinstance(n, int) or n < 1:
-                raise ValueError(f"a transaction needs a record count >= 1, got {n!r}")
-            steps.append((action == "commit", n))
-        if timeout is None:
-            timeout = delivery_timeout(sum(n for _c, n in steps), value_size)
+    def transactional_producer(self, compression: str, transactional_id: str | None) -> Any:
+        """A new idempotent ``confluent_kafka.Producer`` with a ``transactional.id`` (a
+        fresh one unless given), not shared with other calls."""
         conf = self._base_conf()
         conf.update(
             self.producer_conf(
@@ -523,41 +459,13 @@ class ClientPool:
             )
         )
         conf["transactional.id"] = transactional_id or f"rackafka-testing-{uuid.uuid4().hex}"
-        producer = self._ck.Producer(conf)
-        try:
-            producer.init_transactions(timeout)
-            partitions = (
-                self.partition_count(producer, topic, timeout) if partition == "spread" else 0
-            )
-            out: list[TransactionResult] = []
-            index = 0
-            for committed, n in steps:
-                txn = TransactionResult(topic, committed=committed, first_index=index)
-                producer.begin_transaction()
-                # flush() inside produce_into makes every record reach the log before
-                # the transaction ends; otherwise abort_transaction() would purge them.
-                self.produce_into(
-                    producer, txn, topic, index, n, value_size=value_size, key=key,
-                    value=value, headers=headers, partition=partition, partitions=partitions,
-                    timestamp_ms=None, timeout=timeout,
-                )  # fmt: skip
-                if committed:
-                    producer.commit_transaction(timeout)
-                else:
-                    producer.abort_transaction(timeout)
-                txn.marker_offsets = {p: last + 1 for p, last in txn.last_offsets.items()}
-                out.append(txn)
-                index += n
-            return TransactionalProduceResult(topic, out)
-        except self._ck.KafkaException as exc:
-            raise ProduceError(f"transactional produce to {topic!r} failed: {exc}") from exc
-        finally:
-            try:
-                producer.purge(in_queue=True, in_flight=True, blocking=False)
-                producer.poll(0)
-            except Exception:  # pragma: no cover - best effort
-                log.debug("purging the transactional producer failed", exc_info=True)
-            del producer
+        return self._ck.Producer(conf)
+
+    @property
+    def kafka_exception(self) -> type[Exception]:
+        """``confluent_kafka.KafkaException``."""
+        exc: type[Exception] = self._ck.KafkaException
+        return exc
 
 
 def _check_partition_arg(partition: PartitionArg) -> None:

@@ -8,18 +8,23 @@ allows: topics, data and layout, but no fault injection.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
+from ._base import (
+    BrokerInfo,
+    PartitionInfo,
+    _BrokerMetadataMixin,
+    _Lifecycle,
+    check_topic_args,
+    replica_assignment,
+)
 from ._clients import ClientPool
-from .cluster import BrokerInfo, PartitionInfo, _BrokerMetadataMixin, replica_assignment
 
 __all__ = [
     "COMPOSE_BOOTSTRAP_SERVERS",
@@ -68,6 +73,24 @@ class DockerUnavailableError(RuntimeError):
 
 class FaultInjectionUnsupportedError(NotImplementedError):
     """The fault-injection call needs the embedded cluster; a real cluster cannot do it."""
+
+
+class _WithoutFaultInjection:
+    """A cluster of real brokers: the embedded cluster's fault-injection methods raise
+    :class:`FaultInjectionUnsupportedError` (``supports_fault_injection`` is False)."""
+
+    supports_fault_injection = False
+    #: The methods of the embedded cluster this cluster cannot offer.
+    _unsupported_methods: frozenset[str] = _FAULT_INJECTION_METHODS
+    #: Said after "NAME() needs the embedded cluster".
+    _why_no_faults = ""
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self._unsupported_methods:
+            raise FaultInjectionUnsupportedError(
+                f"{name}() needs the embedded cluster{self._why_no_faults}"
+            )
+        raise AttributeError(name)
 
 
 def _make_compose_certs(project: Path) -> None:
@@ -119,7 +142,7 @@ def docker_engine_error(timeout: float = 10.0) -> str | None:
     return None
 
 
-class ComposeCluster(_BrokerMetadataMixin):
+class ComposeCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _Lifecycle):
     """The project's ``docker-compose.yml`` Kafka cluster, started with testcontainers.
 
     Arguments:
@@ -132,7 +155,9 @@ class ComposeCluster(_BrokerMetadataMixin):
         expected_brokers: how many brokers the cluster has.
     """
 
-    supports_fault_injection = False
+    _why_no_faults = (
+        "; a real Kafka cluster cannot do it (mark the test with @pytest.mark.fault_injection)"
+    )
 
     def __init__(
         self,
@@ -220,52 +245,19 @@ class ComposeCluster(_BrokerMetadataMixin):
 
     stop = close
 
-    def __enter__(self) -> ComposeCluster:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> ComposeCluster:
-        return await asyncio.to_thread(self.start)
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await asyncio.to_thread(self.close)
+    def _require_running(self) -> None:
+        self._clients()
 
     def _clients(self) -> ClientPool:
         if self._pool is None:
             raise RuntimeError("the ComposeCluster is not running: call start()")
         return self._pool
 
-    def __getattr__(self, name: str) -> Any:
-        if name in _FAULT_INJECTION_METHODS:
-            raise FaultInjectionUnsupportedError(
-                f"{name}() needs the embedded cluster; a real Kafka cluster cannot do it "
-                "(mark the test with @pytest.mark.fault_injection)"
-            )
-        raise AttributeError(name)
-
     # -- layout ----------------------------------------------------------------------------
     @property
     def bootstrap_servers(self) -> str:
         """The published client listeners."""
         return self._bootstrap
-
-    @property
-    def brokers(self) -> dict[int, BrokerInfo]:
-        """Broker id -> :class:`BrokerInfo`, as DescribeCluster reported them at start."""
-        self._clients()
-        return dict(self._brokers)
 
     @property
     def racks(self) -> tuple[str, ...]:
@@ -276,14 +268,6 @@ class ComposeCluster(_BrokerMetadataMixin):
             if rack is not None and rack not in out:
                 out.append(rack)
         return tuple(out)
-
-    def rack_of(self, broker_id: int) -> str | None:
-        """The rack of a broker."""
-        return self.brokers[broker_id].rack
-
-    def brokers_in_rack(self, rack: str) -> list[int]:
-        """Ids of the brokers in ``rack``."""
-        return [b.node_id for b in self.brokers.values() if b.rack == rack]
 
     def create_topic(
         self,
@@ -300,23 +284,15 @@ class ComposeCluster(_BrokerMetadataMixin):
         """
         admin_mod = __import__("confluent_kafka.admin", fromlist=["NewTopic"])
         ids = sorted(self.brokers)
-        if replication_factor is None:
-            replication_factor = min(3, len(ids))
-        if not 1 <= replication_factor <= len(ids):
-            raise ValueError(f"replication_factor must be 1..{len(ids)}")
-        if leaders is not None and len(leaders) != partitions:
-            raise ValueError(f"leaders needs one broker id per partition ({partitions})")
+        replication_factor = check_topic_args(
+            name, partitions, replication_factor, leaders, len(ids)
+        )
         assignment = replica_assignment(ids, partitions, replication_factor, leaders)
         topic = admin_mod.NewTopic(name, num_partitions=partitions, replica_assignment=assignment)
         futures = self._clients().admin().create_topics([topic], request_timeout=30)
         futures[name].result()
         deadline = time.monotonic() + self._metadata_timeout
-        while True:
-            parts = self._read_partitions(name)
-            if len(parts) == partitions and all(
-                info.leader == assignment[info.partition][0] for info in parts
-            ):
-                return parts
-            if time.monotonic() >= deadline:
-                raise TimeoutError(f"topic {name!r} did not get its leaders in time")
-            time.sleep(0.2)
+        parts = self._await_leaders(name, assignment, deadline, 0.2)
+        if parts is None:
+            raise TimeoutError(f"topic {name!r} did not get its leaders in time")
+        return parts

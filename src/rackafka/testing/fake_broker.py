@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from rackafka import errors
 from rackafka.protocol import frames
 from rackafka.protocol.registry import API_BY_KEY
 from rackafka.protocol.schema import UUID_ZERO
@@ -236,7 +237,13 @@ class FakeBroker:
         topics: list[dict[str, Any]] = []
         for name in names:
             if name not in self.topics:
-                topics.append({"error_code": 3, "name": name, "partitions": []})
+                topics.append(
+                    {
+                        "error_code": errors.UnknownTopicOrPartitionError.errno,
+                        "name": name,
+                        "partitions": [],
+                    }
+                )
                 continue
             parts = []
             for p in range(self.topics[name]):

@@ -10,13 +10,10 @@ really stopped and restarted. See ``docs/testing.rst``.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import logging
 import os
-import re
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -26,31 +23,44 @@ import uuid
 import weakref
 import zipfile
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
-from typing import IO, Any
+from typing import Any
+
+from rackafka._backoff import BackoffPolicy
 
 from . import _reaper
+from ._base import (
+    BrokerInfo,
+    PartitionInfo,
+    _BrokerMetadataMixin,
+    _Lifecycle,
+    check_layout,
+    check_topic_args,
+    replica_assignment,
+)
 from ._clients import ClientPool
-from .cluster import BrokerInfo, PartitionInfo, _BrokerMetadataMixin, replica_assignment
-from .compose import _FAULT_INJECTION_METHODS, FaultInjectionUnsupportedError
+from ._kafka_nodes import _Node, _port_free, _Processes, stop_processes
+from ._security import SASL_MECHANISMS, SECURITY_PROTOCOLS
+from .compose import _FAULT_INJECTION_METHODS, _WithoutFaultInjection
 from .kafka_dist import find_java, kafka_libs
 from .kafka_dist import kafka_version as _resolve_version
+from .kafka_security import KafkaSecurity, unsecured_oauth_token
 
 __all__ = [
     "DEFAULT_RACKS",
+    "SASL_MECHANISMS",
+    "SECURITY_PROTOCOLS",
     "KafkaCluster",
     "KafkaClusterError",
     "KafkaPortInUseError",
     "KafkaSecurity",
+    "stop_processes",
+    "unsecured_oauth_token",
 ]
 
 log = logging.getLogger("rackafka.testing.kafka")
 
 DEFAULT_RACKS: tuple[str, ...] = ("az-a", "az-b", "az-c")
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 #: JVM options of every broker: a small heap and a quick start (C1 only) on small machines.
 DEFAULT_JVM_OPTIONS: tuple[str, ...] = (
@@ -113,16 +123,6 @@ def _free_ports(count: int) -> list[int]:
             s.close()
 
 
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
 def _cluster_id() -> str:
     """A random cluster id: 16 bytes, URL-safe base64 as Kafka writes them, never starting
     with ``-`` (the storage tool would read it as an option, so Kafka avoids those too)."""
@@ -130,309 +130,6 @@ def _cluster_id() -> str:
         text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         if not text.startswith("-"):
             return text
-
-
-_SCRAM_UNSAFE = re.compile(r'[,\[\]="\s]')
-
-
-class KafkaSecurity:
-    """The TLS/SASL side of a :class:`KafkaCluster` (its :attr:`KafkaCluster.front`).
-
-    The same attributes and helpers as :class:`~rackafka.testing.SecureFront`'s, so that a
-    test can run on either engine: :attr:`ca_file`, :attr:`client_cert_file`,
-    :meth:`client_options`, :meth:`librdkafka_config`.
-    """
-
-    def __init__(
-        self,
-        security_protocol: str,
-        sasl_mechanisms: Iterable[str] | None,
-        users: Mapping[str, str] | None,
-        session_lifetime_ms: int | None,
-        require_client_cert: bool,
-    ) -> None:
-        if security_protocol not in SECURITY_PROTOCOLS:
-            raise ValueError(
-                f"security_protocol must be one of {', '.join(SECURITY_PROTOCOLS)}, "
-                f"not {security_protocol!r}"
-            )
-        mechanisms = tuple(sasl_mechanisms or SASL_MECHANISMS)
-        for m in mechanisms:
-            if m not in SASL_MECHANISMS:
-                raise ValueError(f"sasl mechanism {m!r} is not one of {SASL_MECHANISMS}")
-        if session_lifetime_ms is not None and session_lifetime_ms <= 0:
-            raise ValueError("session_lifetime_ms must be positive")
-        self.users = dict(users or {})
-        for name, password in self.users.items():
-            if not name or not password or _SCRAM_UNSAFE.search(name + password):
-                raise ValueError(
-                    "users: names and passwords must be non-empty, without spaces or any of "
-                    ",[]=\" (Kafka's storage tool parses them)"
-                )
-        self.security_protocol = security_protocol
-        self.tls = security_protocol in ("SSL", "SASL_SSL")
-        self.sasl = security_protocol.startswith("SASL_")
-        self.mechanisms: tuple[str, ...] = mechanisms if self.sasl else ()
-        self.session_lifetime_ms = session_lifetime_ms
-        self.require_client_cert = require_client_cert
-        self._bootstrap = ""
-        self._dir: Path | None = None
-        self.keystore_file: str | None = None
-
-    # -- files ------------------------------------------------------------------------------
-    def make_files(self, directory: Path) -> None:
-        """Write the test CA, the brokers' PEM key store and a client certificate."""
-        self._dir = directory
-        if not self.tls:
-            return
-        try:
-            import trustme
-            from cryptography.hazmat.primitives import serialization
-        except ImportError as exc:  # pragma: no cover - the testing extra installs them
-            raise ImportError(
-                "TLS on the Kafka test cluster needs trustme: pip install 'rackafka[testing]'"
-            ) from exc
-        directory.mkdir(parents=True, exist_ok=True)
-        ca = trustme.CA(organization_name="rackafka test CA")
-        server = ca.issue_cert("localhost", "127.0.0.1", "::1")
-        client = ca.issue_cert("client.rackafka.test")
-
-        def pkcs8(pem: bytes) -> bytes:
-            key = serialization.load_pem_private_key(pem, password=None)
-            return key.private_bytes(
-                serialization.Encoding.PEM,
-                serialization.PrivateFormat.PKCS8,
-                serialization.NoEncryption(),
-            )
-
-        ca.cert_pem.write_to_path(str(directory / "ca.pem"))
-        # Kafka's PEM key store: the PKCS#8 key followed by the certificate chain.
-        with open(directory / "broker.pem", "wb") as out:
-            out.write(pkcs8(server.private_key_pem.bytes()))
-            for blob in server.cert_chain_pems:
-                out.write(blob.bytes())
-        with open(directory / "client.pem", "wb") as out:
-            for blob in client.cert_chain_pems:
-                out.write(blob.bytes())
-        client.private_key_pem.write_to_path(str(directory / "client.key"))
-        self.keystore_file = str(directory / "broker.pem")
-
-    @property
-    def ca_file(self) -> str | None:
-        """The CA certificate file clients trust (``None`` without TLS)."""
-        return str(self._dir / "ca.pem") if self.tls and self._dir else None
-
-    @property
-    def ca_pem(self) -> str | None:
-        """The CA certificate as PEM text (``None`` without TLS)."""
-        return Path(self.ca_file).read_text() if self.ca_file else None
-
-    @property
-    def client_cert_file(self) -> str | None:
-        """A client certificate (PEM) the brokers accept for mutual TLS."""
-        return str(self._dir / "client.pem") if self.tls and self._dir else None
-
-    @property
-    def client_key_file(self) -> str | None:
-        """The key of :attr:`client_cert_file`."""
-        return str(self._dir / "client.key") if self.tls and self._dir else None
-
-    @property
-    def bootstrap_servers(self) -> str:
-        """The secured listeners, in broker-id order."""
-        return self._bootstrap
-
-    # -- broker configuration ---------------------------------------------------------------
-    @property
-    def listener_name(self) -> str:
-        """The name of the secured listener (its security protocol)."""
-        return self.security_protocol
-
-    def broker_properties(self) -> dict[str, str]:
-        """``server.properties`` entries for the secured listener."""
-        name = self.listener_name.lower()
-        props: dict[str, str] = {}
-        if self.tls:
-            assert self.keystore_file is not None and self.ca_file is not None
-            props[f"listener.name.{name}.ssl.keystore.type"] = "PEM"
-            props[f"listener.name.{name}.ssl.keystore.location"] = self.keystore_file
-            props[f"listener.name.{name}.ssl.truststore.type"] = "PEM"
-            props[f"listener.name.{name}.ssl.truststore.location"] = self.ca_file
-            props[f"listener.name.{name}.ssl.client.auth"] = (
-                "required" if self.require_client_cert else "none"
-            )
-        if self.sasl:
-            props[f"listener.name.{name}.sasl.enabled.mechanisms"] = ",".join(self.mechanisms)
-            for m in self.mechanisms:
-                key = f"listener.name.{name}.{m.lower()}.sasl.jaas.config"
-                if m == "PLAIN":
-                    users = " ".join(f'user_{u}="{p}"' for u, p in self.users.items())
-                    props[key] = (
-                        "org.apache.kafka.common.security.plain.PlainLoginModule required"
-                        + (f" {users}" if users else "")
-                        + ";"
-                    )
-                elif m.startswith("SCRAM-"):
-                    props[key] = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
-                else:  # OAUTHBEARER: Kafka's unsecured tokens (a JWS with "alg": "none")
-                    props[key] = (
-                        "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule "
-                        'required unsecuredLoginStringClaim_sub="broker";'
-                    )
-            if self.session_lifetime_ms is not None:
-                props[f"listener.name.{name}.connections.max.reauth.ms"] = str(
-                    self.session_lifetime_ms
-                )
-        return props
-
-    def scram_arguments(self) -> list[str]:
-        """``--add-scram`` arguments of the storage tool: every user, every SCRAM mechanism."""
-        args: list[str] = []
-        for m in self.mechanisms:
-            if m.startswith("SCRAM-"):
-                for user, password in self.users.items():
-                    args += ["--add-scram", f"{m}=[name={user},password={password}]"]
-        return args
-
-    # -- client options ---------------------------------------------------------------------
-    def client_options(
-        self, mechanism: str | None = None, user: str | None = None, *, client_cert: bool = False
-    ) -> dict[str, Any]:
-        """Keywords for :class:`~rackafka.AIOKafkaConsumer`/``Producer`` that connect to the
-        secured listener: the CA, the ``mechanism`` (default: the first enabled) and ``user``
-        (default: the first user) with that user's password, the client certificate if asked.
-        OAUTHBEARER needs a ``sasl_oauth_token_provider`` of the caller's."""
-        from rackafka.helpers import create_ssl_context
-
-        out: dict[str, Any] = {
-            "bootstrap_servers": self.bootstrap_servers,
-            "security_protocol": self.security_protocol,
-        }
-        if self.tls:
-            out["ssl_context"] = create_ssl_context(
-                cafile=self.ca_file,
-                certfile=self.client_cert_file if client_cert else None,
-                keyfile=self.client_key_file if client_cert else None,
-            )
-        if self.sasl:
-            mechanism = mechanism or self.mechanisms[0]
-            out["sasl_mechanism"] = mechanism
-            if mechanism != "OAUTHBEARER":
-                user = user or next(iter(self.users), None)
-                if user is not None:
-                    out["sasl_plain_username"] = user
-                    out["sasl_plain_password"] = self.users[user]
-        return out
-
-    def librdkafka_config(
-        self, mechanism: str | None = None, user: str | None = None, *, client_cert: bool = False
-    ) -> dict[str, Any]:
-        """The same for a librdkafka (confluent-kafka) client (OAUTHBEARER: librdkafka's
-        own unsecured tokens, ``enable.sasl.oauthbearer.unsecure.jwt``)."""
-        conf: dict[str, Any] = {
-            "bootstrap.servers": self.bootstrap_servers,
-            "security.protocol": self.security_protocol,
-        }
-        if self.tls:
-            conf["ssl.ca.location"] = self.ca_file
-            if client_cert:
-                conf["ssl.certificate.location"] = self.client_cert_file
-                conf["ssl.key.location"] = self.client_key_file
-        if self.sasl:
-            mechanism = mechanism or self.mechanisms[0]
-            conf["sasl.mechanism"] = mechanism
-            if mechanism == "OAUTHBEARER":
-                conf["enable.sasl.oauthbearer.unsecure.jwt"] = True
-                conf["sasl.oauthbearer.config"] = "principal=client"
-            else:
-                user = user or next(iter(self.users), None)
-                if user is not None:
-                    conf["sasl.username"] = user
-                    conf["sasl.password"] = self.users[user]
-        return conf
-
-    def __repr__(self) -> str:
-        return (
-            f"<KafkaSecurity {self.security_protocol} mechanisms={list(self.mechanisms)} "
-            f"users={sorted(self.users)}>"
-        )
-
-
-def unsecured_oauth_token(principal: str = "client", lifetime_s: float = 3600.0) -> str:
-    """An unsecured OAUTHBEARER token (a JWS with ``"alg": "none"``) that Kafka's default
-    validator (``OAuthBearerUnsecuredValidatorCallbackHandler``) accepts, for tests."""
-    import json
-
-    def b64(data: dict[str, Any]) -> str:
-        raw = json.dumps(data, separators=(",", ":")).encode()
-        return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-    now = time.time()
-    # NumericDate in whole seconds; an "iat" in the future (even by a fraction of a second) is
-    # refused by the broker.
-    claims = {"sub": principal, "iat": int(now), "exp": int(now + lifetime_s)}
-    return f"{b64({'alg': 'none'})}.{b64(claims)}."
-
-
-@dataclass
-class _Node:
-    node_id: int
-    rack: str | None
-    port: int
-    controller_port: int
-    secure_port: int | None
-    dir: Path
-    proc: subprocess.Popen[bytes] | None = None
-    out: IO[bytes] | None = None
-    starts: int = 0
-    extra: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def log_file(self) -> Path:
-        return self.dir / "logs" / "server.log"
-
-
-class _Processes:
-    """The JVMs of a cluster; ended at garbage collection and at exit (and by the reaper
-    process if this Python process dies)."""
-
-    def __init__(self) -> None:
-        self.nodes: dict[int, _Node] = {}
-
-    def stop(self, node: _Node, timeout: float, *, kill: bool = False) -> None:
-        stop_processes([node], timeout, kill=kill)
-
-    def stop_all(self, timeout: float = 30.0) -> None:
-        stop_processes(list(self.nodes.values()), timeout)
-
-
-def stop_processes(nodes: Sequence[_Node], timeout: float, *, kill: bool = False) -> None:
-    """SIGTERM (or SIGKILL) the nodes' process groups, SIGKILL after ``timeout`` seconds."""
-    live = [n for n in nodes if n.proc is not None]
-    for n in live:
-        assert n.proc is not None
-        if n.proc.poll() is None:
-            try:
-                os.killpg(n.proc.pid, signal.SIGKILL if kill else signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-    deadline = time.monotonic() + timeout
-    for n in live:
-        assert n.proc is not None
-        try:
-            n.proc.wait(max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            log.warning("broker %d did not stop in %.0f s: killing it", n.node_id, timeout)
-            try:
-                os.killpg(n.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            n.proc.wait()
-        _reaper.forget(n.proc.pid)
-        n.proc = None
-        if n.out is not None:
-            n.out.close()
-            n.out = None
 
 
 #: The mock's fault-injection calls a real cluster cannot make.
@@ -457,6 +154,9 @@ def _storage_tool_class(libs: Path) -> str:
     raise KafkaClusterError(f"no StorageTool class in the Kafka jars of {libs}")
 
 
+#: The waits between the tries of a topic creation.
+_ADMIN_RETRY = BackoffPolicy(200, 2000)
+
 #: Admin errors of a topic creation that another try settles.
 _TRANSIENT_ADMIN_ERRORS = frozenset(
     {"_UNSUPPORTED_FEATURE", "_TRANSPORT", "_TIMED_OUT", "NOT_CONTROLLER", "REQUEST_TIMED_OUT"}
@@ -477,7 +177,7 @@ def _admin_error_retriable(exc: BaseException) -> bool:
     return bool(retriable()) if callable(retriable) else False
 
 
-class KafkaCluster(_BrokerMetadataMixin):
+class KafkaCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _Lifecycle):
     """A real Apache Kafka cluster: ``brokers`` KRaft nodes (broker and controller each)
     as JVMs on 127.0.0.1, broker ``i + 1`` in rack ``racks[i % len(racks)]``.
 
@@ -527,7 +227,8 @@ class KafkaCluster(_BrokerMetadataMixin):
     with the broker's last log lines).
     """
 
-    supports_fault_injection = False
+    _unsupported_methods = _UNSUPPORTED
+    _why_no_faults = " (librdkafka's mock); real Kafka brokers cannot do it"
 
     def __init__(
         self,
@@ -551,14 +252,7 @@ class KafkaCluster(_BrokerMetadataMixin):
         startup_timeout: float = 180.0,
         stop_timeout: float = 30.0,
     ) -> None:
-        if isinstance(brokers, bool) or not isinstance(brokers, int) or brokers < 1:
-            raise ValueError(f"brokers must be an int >= 1, got {brokers!r}")
-        if isinstance(racks, str):
-            raise TypeError(f"racks must be a sequence of rack names, not the string {racks!r}")
-        rack_list = tuple(racks or ())
-        for rack in rack_list:
-            if not isinstance(rack, str) or not rack or not re.match(r"^[\w.-]+$", rack):
-                raise ValueError(f"rack names must be non-empty words, got {rack!r}")
+        rack_list = check_layout(brokers, racks, words=True)
         if group_initial_rebalance_delay_ms < 0:
             raise ValueError("group_initial_rebalance_delay_ms must be >= 0")
         if startup_timeout <= 0 or stop_timeout <= 0:
@@ -617,10 +311,8 @@ class KafkaCluster(_BrokerMetadataMixin):
             RuntimeError: the cluster was closed; a closed cluster cannot be restarted.
         """
         with self._lock:
-            if self._state == "running":
+            if not self._startable():
                 return self
-            if self._state == "closed":
-                raise RuntimeError("this KafkaCluster was closed; create a new one")
             began = time.monotonic()
             self._java = find_java(self._java_arg)
             self._libs = kafka_libs(self._kafka_version, self._cache_dir)
@@ -959,31 +651,8 @@ class KafkaCluster(_BrokerMetadataMixin):
         """Keep the logs at :meth:`close` (a test that used the cluster failed)."""
         self._failed = True
 
-    def __enter__(self) -> KafkaCluster:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is not None:
-            self._failed = True
-        self.close()
-
-    async def __aenter__(self) -> KafkaCluster:
-        return await asyncio.to_thread(self.start)
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is not None:
-            self._failed = True
-        await asyncio.to_thread(self.close)
+    def _exiting_on_error(self) -> None:
+        self._failed = True
 
     def __repr__(self) -> str:
         boot = ",".join(b.address for b in self._brokers.values())
@@ -992,13 +661,8 @@ class KafkaCluster(_BrokerMetadataMixin):
             f"racks={list(self._racks)} bootstrap={boot!r}>"
         )
 
-    def __getattr__(self, name: str) -> Any:
-        if name in _UNSUPPORTED:
-            raise FaultInjectionUnsupportedError(
-                f"{name}() needs the embedded cluster (librdkafka's mock); real Kafka brokers "
-                "cannot do it"
-            )
-        raise AttributeError(name)
+    def _require_running(self) -> None:
+        self._clients()
 
     def _clients(self) -> ClientPool:
         if self._state != "running" or self._pool is None:
@@ -1049,30 +713,6 @@ class KafkaCluster(_BrokerMetadataMixin):
 
     security = front
 
-    @property
-    def brokers(self) -> dict[int, BrokerInfo]:
-        """Broker id -> :class:`BrokerInfo` (id, host, PLAINTEXT port, rack)."""
-        self._clients()
-        return dict(self._brokers)
-
-    @property
-    def racks(self) -> tuple[str, ...]:
-        """The rack names, in the order they were assigned."""
-        return self._racks
-
-    def rack_of(self, broker_id: int) -> str | None:
-        """The rack of a broker."""
-        return self._node(broker_id).rack
-
-    def brokers_in_rack(self, rack: str) -> list[int]:
-        """Ids of the brokers in ``rack``."""
-        return [b.node_id for b in self._brokers.values() if b.rack == rack]
-
-    @property
-    def down_brokers(self) -> frozenset[int]:
-        """Ids of the brokers stopped with :meth:`broker_down`."""
-        return frozenset(self._down)
-
     def _node(self, broker_id: int) -> _Node:
         if isinstance(broker_id, bool) or not isinstance(broker_id, int):
             raise TypeError(f"broker id must be an int, got {broker_id!r}")
@@ -1113,20 +753,10 @@ class KafkaCluster(_BrokerMetadataMixin):
             the partitions' :class:`PartitionInfo` (``leader_epoch`` is None: Metadata
             through confluent-kafka does not give it).
         """
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"topic name must be a non-empty string, got {name!r}")
-        if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
-            raise ValueError(f"partitions must be an int >= 1, got {partitions!r}")
         ids = sorted(self._procs.nodes)
-        if replication_factor is None:
-            replication_factor = min(3, len(ids))
-        if not 1 <= replication_factor <= len(ids):
-            raise ValueError(
-                f"replication_factor must be 1..{len(ids)} (the number of brokers), "
-                f"got {replication_factor!r}"
-            )
-        if leaders is not None and len(leaders) != partitions:
-            raise ValueError(f"leaders needs one broker id per partition ({partitions})")
+        replication_factor = check_topic_args(
+            name, partitions, replication_factor, leaders, len(ids)
+        )
         lead = [self._node(b).node_id for b in leaders] if leaders is not None else None
         assignment = replica_assignment(ids, partitions, replication_factor, lead)
         admin_mod = __import__("confluent_kafka.admin", fromlist=["NewTopic"])
@@ -1138,6 +768,7 @@ class KafkaCluster(_BrokerMetadataMixin):
         )
         deadline = time.monotonic() + timeout
         attempt = 0
+        backoff = _ADMIN_RETRY.start()
         while True:
             attempt += 1
             futures = self._clients().admin().create_topics([topic], request_timeout=timeout)
@@ -1156,17 +787,12 @@ class KafkaCluster(_BrokerMetadataMixin):
                     raise KafkaClusterError(f"creating topic {name!r} failed: {exc}") from exc
                 log.debug("creating topic %r: %s; trying again", name, exc)
                 self._clients().reset_admin()
-                time.sleep(min(0.2 * attempt, 2.0))
+                time.sleep(backoff.next())
         self._topics.add(name)
-        while True:
-            parts = self._read_partitions(name)
-            if len(parts) == partitions and all(
-                info.leader == assignment[info.partition][0] for info in parts
-            ):
-                return parts
-            if time.monotonic() >= deadline:
-                raise KafkaClusterError(f"topic {name!r} did not get its leaders in {timeout} s")
-            time.sleep(0.1)
+        parts = self._await_leaders(name, assignment, deadline, 0.1)
+        if parts is None:
+            raise KafkaClusterError(f"topic {name!r} did not get its leaders in {timeout} s")
+        return parts
 
     def in_sync_replicas(self, topic: str) -> dict[int, tuple[int, ...]]:
         """Partition -> its in-sync replicas, from Metadata."""

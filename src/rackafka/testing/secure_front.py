@@ -13,26 +13,33 @@ import asyncio
 import contextlib
 import functools
 import logging
-import os
-import shutil
-import ssl
 import struct
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Coroutine, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
+from rackafka import errors
 from rackafka.protocol import frames
 from rackafka.protocol.apis.api_versions import API_VERSIONS
 from rackafka.protocol.apis.consumer_group_heartbeat import CONSUMER_GROUP_HEARTBEAT
-from rackafka.protocol.apis.fetch import FETCH, partition_fetch
+from rackafka.protocol.apis.fetch import FETCH
 from rackafka.protocol.apis.find_coordinator import FIND_COORDINATOR
 from rackafka.protocol.apis.list_offsets import LIST_OFFSETS
 from rackafka.protocol.apis.metadata import METADATA
 from rackafka.protocol.apis.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE
-from rackafka.protocol.schema import UUID_ZERO, Api
+from rackafka.protocol.schema import Api
+
+from ._base import _Lifecycle
+from ._front_routing import FrontStats, _FrontRouting
+from ._security import (
+    SASL_MECHANISMS,
+    SECURITY_PROTOCOLS,
+    _ScramUsers,
+    _SecurityOptions,
+    _TestPki,
+)
 
 __all__ = [
     "REPLICA_SELECTORS",
@@ -44,23 +51,10 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-#: The mechanisms the front can authenticate.
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 #: The replica selectors the front can play (``replica.selector.class`` on a broker).
 REPLICA_SELECTORS = ("rack-aware",)
 
 _SIZE = struct.Struct(">i")
-_UNSUPPORTED_SASL_MECHANISM = 33
-_ILLEGAL_SASL_STATE = 34
-_UNSUPPORTED_VERSION = 35
-_UNKNOWN_TOPIC_OR_PARTITION = 3
-_NOT_LEADER_OR_FOLLOWER = 6
-_UNKNOWN_TOPIC_ID = 100
-_RACK_AWARE_FETCH = 11  # Fetch v11 added rack_id and preferred_read_replica (KIP-392)
-_TOPIC_ID_FETCH = 13
-_METADATA_MAX_AGE = 0.5  # seconds the rack-aware selector trusts its view of the replicas
-_SASL_AUTHENTICATION_FAILED = 58
 #: Highest versions let through: Fetch v16 and Produce v10 name brokers in
 #: ``node_endpoints`` (KIP-951), which the front would have to rewrite in every response.
 _VERSION_CAPS = {
@@ -78,124 +72,7 @@ _REWRITTEN = {METADATA.key: METADATA, FIND_COORDINATOR.key: FIND_COORDINATOR}
 OAuthValidator = Callable[[str, dict[str, str]], bool]
 
 
-def _load(module: str, extra: str) -> Any:
-    try:
-        return __import__(module)
-    except ImportError as exc:  # pragma: no cover - the testing extra installs them
-        raise ImportError(
-            f"the TLS/SASL front needs {module}: pip install 'rackafka[{extra}]'"
-        ) from exc
-
-
-@dataclass
-class FrontStats:
-    """What the front saw, for tests to check."""
-
-    connections: int = 0
-    #: Successful first authentications, per mechanism.
-    authentications: dict[str, int] = field(default_factory=dict)
-    #: Successful re-authentications of live connections (KIP-368), per mechanism.
-    reauthentications: dict[str, int] = field(default_factory=dict)
-    #: Refused authentications (wrong password, unknown user, invalid token...).
-    failures: int = 0
-    #: Connections closed for a request sent before authentication or after the
-    #: session expired, or between a SaslHandshake and the end of its exchange.
-    protocol_violations: int = 0
-    #: The SASL extensions of each OAUTHBEARER authentication, in order.
-    oauth_extensions: list[dict[str, str]] = field(default_factory=list)
-    #: The principals that authenticated, in order.
-    principals: list[str] = field(default_factory=list)
-    #: With a replica selector: record bytes served in Fetch responses, by (the broker
-    #: whose listener served them, the ``rack_id`` of the request).
-    fetch_bytes: dict[tuple[int, str], int] = field(default_factory=dict)
-    #: With a replica selector: partitions for which a leader named a preferred read
-    #: replica, by (that replica, the ``rack_id`` of the request).
-    preferred_replicas: dict[tuple[int, str], int] = field(default_factory=dict)
-    #: The ``rack_id`` each KIP-848 member last sent in a ConsumerGroupHeartbeat, by
-    #: member id (the embedded brokers' own assignor ignores it; Kafka's do too today).
-    member_racks: dict[str, str] = field(default_factory=dict)
-
-    def cross_rack_bytes(self, racks: Mapping[int, str | None]) -> int:
-        """Fetched record bytes served by a broker outside the requesting client's rack
-        (requests without ``rack_id`` are not counted), given each broker's rack."""
-        return sum(
-            n for (node, rack), n in self.fetch_bytes.items() if rack and racks.get(node) != rack
-        )
-
-    def same_rack_bytes(self, racks: Mapping[int, str | None]) -> int:
-        """Fetched record bytes served by a broker in the requesting client's rack."""
-        return sum(
-            n for (node, rack), n in self.fetch_bytes.items() if rack and racks.get(node) == rack
-        )
-
-    @property
-    def total_authentications(self) -> int:
-        """First authentications of every mechanism."""
-        return sum(self.authentications.values())
-
-    @property
-    def total_reauthentications(self) -> int:
-        """Re-authentications of every mechanism."""
-        return sum(self.reauthentications.values())
-
-
-class _Pki:
-    """A test CA with a server certificate for ``localhost``/127.0.0.1 and a client
-    certificate, written as PEM files to a private temporary directory."""
-
-    def __init__(self) -> None:
-        trustme = _load("trustme", "testing")
-        self.dir = tempfile.mkdtemp(prefix="rackafka-front-")
-        ca = trustme.CA(organization_name="rackafka test CA")
-        self._server = ca.issue_cert("localhost", "127.0.0.1", "::1")
-        client = ca.issue_cert("client.rackafka.test")
-        self.ca_pem = ca.cert_pem.bytes().decode()
-        self.ca_file = os.path.join(self.dir, "ca.pem")
-        ca.cert_pem.write_to_path(self.ca_file)
-        self.client_cert_file = os.path.join(self.dir, "client.pem")
-        self.client_key_file = os.path.join(self.dir, "client.key")
-        with open(self.client_cert_file, "wb") as out:
-            for blob in client.cert_chain_pems:
-                out.write(blob.bytes())
-        client.private_key_pem.write_to_path(self.client_key_file)
-
-    def server_context(self, require_client_cert: bool) -> ssl.SSLContext:
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        self._server.configure_cert(context)
-        if require_client_cert:
-            context.verify_mode = ssl.CERT_REQUIRED
-            context.load_verify_locations(self.ca_file)
-        return context
-
-    def remove(self) -> None:
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
-class _ScramUsers:
-    """SCRAM credentials of the users, as a broker stores them (salted, never the
-    password itself), made with the ``scramp`` package."""
-
-    def __init__(self, mechanism: str, users: Mapping[str, str]) -> None:
-        scramp = _load("scramp", "testing")
-        self.scramp = scramp
-        self.mechanism = scramp.ScramMechanism(mechanism)
-        self.info = {
-            name: self.mechanism.make_auth_info(password, iteration_count=4096)
-            for name, password in users.items()
-        }
-
-    def server(self) -> tuple[Any, list[str]]:
-        """A server for one exchange, and the list that receives the user's name."""
-        names: list[str] = []
-
-        def lookup(name: str) -> Any:
-            names.append(name)
-            return self.info[name]  # KeyError: unknown user, a failed authentication
-
-        return self.mechanism.make_server(lookup), names
-
-
-class SecureFront:
+class SecureFront(_FrontRouting, _SecurityOptions, _Lifecycle):
     """TLS and SASL listeners in front of plaintext brokers.
 
     Arguments:
@@ -251,24 +128,9 @@ class SecureFront:
                 f"replica_selector must be one of {REPLICA_SELECTORS} or None, "
                 f"not {replica_selector!r}"
             )
-        if security_protocol not in SECURITY_PROTOCOLS:
-            raise ValueError(
-                f"security_protocol must be one of {', '.join(SECURITY_PROTOCOLS)}, "
-                f"not {security_protocol!r}"
-            )
-        mechanisms = tuple(sasl_mechanisms or SASL_MECHANISMS)
-        for m in mechanisms:
-            if m not in SASL_MECHANISMS:
-                raise ValueError(f"sasl mechanism {m!r} is not one of {SASL_MECHANISMS}")
-        if session_lifetime_ms is not None and session_lifetime_ms <= 0:
-            raise ValueError("session_lifetime_ms must be positive")
-        self.security_protocol = security_protocol
-        self.tls = security_protocol in ("SSL", "SASL_SSL")
-        self.sasl = security_protocol.startswith("SASL_")
-        self.mechanisms = mechanisms if self.sasl else ()
-        self.users = dict(users or {})
-        self.session_lifetime_ms = session_lifetime_ms
-        self.require_client_cert = require_client_cert
+        super().__init__(
+            security_protocol, sasl_mechanisms, users, session_lifetime_ms, require_client_cert
+        )
         self.oauth_validator: OAuthValidator = oauth_validator or (lambda token, _ext: bool(token))
         self.stats = FrontStats()
         self.replica_selector = replica_selector
@@ -278,7 +140,7 @@ class SecureFront:
         self._router_lock: asyncio.Lock | None = None
         self._backends = dict(brokers)
         self._ports: dict[int, int] = {}
-        self._pki: _Pki | None = _Pki() if self.tls else None
+        self._pki = _TestPki(tempfile.mkdtemp(prefix="rackafka-front-")) if self.tls else None
         self._scram = {
             m: _ScramUsers(m, self.users) for m in self.mechanisms if m.startswith("SCRAM-")
         }
@@ -291,26 +153,6 @@ class SecureFront:
     # -- public attributes ---------------------------------------------------------------
 
     @property
-    def ca_file(self) -> str | None:
-        """The CA certificate file clients trust (``None`` without TLS)."""
-        return self._pki.ca_file if self._pki else None
-
-    @property
-    def ca_pem(self) -> str | None:
-        """The CA certificate as PEM text (``None`` without TLS)."""
-        return self._pki.ca_pem if self._pki else None
-
-    @property
-    def client_cert_file(self) -> str | None:
-        """A client certificate (PEM) the front accepts for mutual TLS."""
-        return self._pki.client_cert_file if self._pki else None
-
-    @property
-    def client_key_file(self) -> str | None:
-        """The key of :attr:`client_cert_file`."""
-        return self._pki.client_key_file if self._pki else None
-
-    @property
     def bootstrap_servers(self) -> str:
         """``"127.0.0.1:port,..."``: the front's listeners, in broker-id order."""
         if not self._ports:
@@ -320,57 +162,6 @@ class SecureFront:
     def address_of(self, node_id: int) -> tuple[str, int]:
         """The front's listener for broker ``node_id``."""
         return "127.0.0.1", self._ports[node_id]
-
-    def client_options(
-        self, mechanism: str | None = None, user: str | None = None, *, client_cert: bool = False
-    ) -> dict[str, Any]:
-        """Keywords for :class:`~rackafka.AIOKafkaConsumer` that connect through this front:
-        its CA, the ``mechanism`` (default: the first enabled) and ``user`` (default: the
-        first user) with that user's password, and the client certificate if asked."""
-        from rackafka.helpers import create_ssl_context
-
-        out: dict[str, Any] = {
-            "bootstrap_servers": self.bootstrap_servers,
-            "security_protocol": self.security_protocol,
-        }
-        if self._pki is not None:
-            out["ssl_context"] = create_ssl_context(
-                cafile=self._pki.ca_file,
-                certfile=self._pki.client_cert_file if client_cert else None,
-                keyfile=self._pki.client_key_file if client_cert else None,
-            )
-        if self.sasl:
-            mechanism = mechanism or self.mechanisms[0]
-            out["sasl_mechanism"] = mechanism
-            if mechanism != "OAUTHBEARER":
-                user = user or next(iter(self.users), None)
-                if user is not None:
-                    out["sasl_plain_username"] = user
-                    out["sasl_plain_password"] = self.users[user]
-        return out
-
-    def librdkafka_config(
-        self, mechanism: str | None = None, user: str | None = None, *, client_cert: bool = False
-    ) -> dict[str, Any]:
-        """The same for a librdkafka (confluent-kafka) client."""
-        conf: dict[str, Any] = {
-            "bootstrap.servers": self.bootstrap_servers,
-            "security.protocol": self.security_protocol,
-        }
-        if self._pki is not None:
-            conf["ssl.ca.location"] = self._pki.ca_file
-            if client_cert:
-                conf["ssl.certificate.location"] = self._pki.client_cert_file
-                conf["ssl.key.location"] = self._pki.client_key_file
-        if self.sasl:
-            mechanism = mechanism or self.mechanisms[0]
-            conf["sasl.mechanism"] = mechanism
-            if mechanism != "OAUTHBEARER":
-                user = user or next(iter(self.users), None)
-                if user is not None:
-                    conf["sasl.username"] = user
-                    conf["sasl.password"] = self.users[user]
-        return conf
 
     def __repr__(self) -> str:
         state = "running" if self._ports else "stopped"
@@ -407,18 +198,6 @@ class SecureFront:
         self._ports.clear()
         if self._pki is not None:
             self._pki.remove()
-
-    def __enter__(self) -> SecureFront:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> SecureFront:
-        return await asyncio.to_thread(self.start)
-
-    async def __aexit__(self, *exc: object) -> None:
-        await asyncio.to_thread(self.close)
 
     async def _listen(self) -> None:
         context = self._pki.server_context(self.require_client_cert) if self._pki else None
@@ -513,243 +292,6 @@ class SecureFront:
             ]
         response.api_keys = sorted(keys, key=lambda k: k.api_key)
         return frames.encode_response(API_VERSIONS, version, corr, response)
-
-    # -- replica selection -----------------------------------------------------------------
-
-    async def _cluster(self, refresh: bool = False) -> Any:
-        """The front's own view of the brokers' metadata (at most half a second old)."""
-        if self._router_lock is None:
-            self._router_lock = asyncio.Lock()
-        async with self._router_lock:
-            if self._router is None:
-                from rackafka.client import KafkaClient
-
-                router = KafkaClient(
-                    [f"{h}:{p}" for h, p in self._backends.values()],
-                    client_id="rackafka-front-selector",
-                    retry_backoff_ms=20,
-                    retry_backoff_max_ms=200,
-                )
-                router.want_all_topics()
-                await router.bootstrap_cluster()
-                self._router = router
-            router = self._router
-            if refresh or time.monotonic() - router.cluster.updated_at > _METADATA_MAX_AGE:
-                await router.fetch_all_metadata()
-            return router.cluster
-
-    def _preferred(self, cluster: Any, info: Any, rack: str) -> int:
-        """The replica a ``RackAwareReplicaSelector`` names for a client in ``rack``: -1
-        when the leader is in that rack or no other in-sync replica is."""
-        racks = self.racks if self.racks is not None else {}
-
-        def rack_of(node: int) -> str | None:
-            return racks[node] if node in racks else cluster.rack_of(node)
-
-        if not rack or rack_of(info.leader) == rack:
-            return -1
-        for replica in info.replicas:
-            if (
-                replica != info.leader
-                and replica in info.isr
-                and replica not in self.down_brokers
-                and rack_of(replica) == rack
-            ):
-                return int(replica)
-        return -1
-
-    async def _fetch(self, node_id: int, request: Any, version: int, corr: int) -> bytes:
-        from rackafka.structs import TopicPartition
-
-        cluster = await self._cluster()
-        rack = request.rack_id if version >= _RACK_AWARE_FETCH else ""
-        use_ids = version >= _TOPIC_ID_FETCH
-        known = set(cluster.topic_ids.values()) if use_ids else set(cluster.partitions)
-        if any((t.topic_id if use_ids else t.topic) not in known for t in request.topics):
-            cluster = await self._cluster(refresh=True)  # a topic created since
-        names = {tid: name for name, tid in cluster.topic_ids.items()}
-        # Each partition goes to its leader behind the front, whichever replica the
-        # client asked: every replica serves consumers here.
-        plan: list[tuple[Any, list[tuple[Any, Any]]]] = []  # (topic, [(partition, info)])
-        by_leader: dict[int, dict[Any, list[Any]]] = {}
-        for t in request.topics:
-            name = names.get(t.topic_id) if use_ids else t.topic
-            parts = []
-            for p in t.partitions:
-                info = (
-                    None if name is None else cluster.partition(TopicPartition(name, p.partition))
-                )
-                parts.append((p, info))
-                if info is not None and node_id in info.replicas:
-                    key = t.topic_id if use_ids else t.topic
-                    by_leader.setdefault(info.leader, {}).setdefault(key, []).append(p)
-            plan.append((t, parts))
-        answers: dict[tuple[Any, int], Any] = {}
-        failed = False
-
-        async def forward(leader: int, topics: dict[Any, list[Any]], wait: bool) -> None:
-            nonlocal failed
-            sub = FETCH.Request(
-                replica_id=-1,
-                max_wait_ms=request.max_wait_ms if wait else 0,
-                min_bytes=request.min_bytes if wait else 0,
-                max_bytes=request.max_bytes,
-                isolation_level=request.isolation_level,
-                session_id=0,
-                session_epoch=-1,
-                topics=[
-                    {
-                        "topic": "" if use_ids else key,
-                        "topic_id": key if use_ids else UUID_ZERO,
-                        "partitions": parts,
-                    }
-                    for key, parts in topics.items()
-                ],
-                forgotten_topics_data=[],
-                rack_id="",
-            )
-            try:
-                response = await self._router.send(leader, FETCH, sub, version=version)
-            except Exception as exc:
-                log.debug("front: Fetch to broker %d failed: %r", leader, exc)
-                failed = True
-                return
-            for rt in response.responses:
-                key = rt.topic_id if use_ids else rt.topic
-                for rp in rt.partitions:
-                    answers[(key, rp.partition_index)] = rp
-
-        # As one broker answers a Fetch: at once when any partition has records, else after
-        # waiting up to max_wait_ms for min_bytes. The partitions are split over their
-        # leaders behind the front: a waiting sub-fetch to a leader whose partitions are all
-        # read would hold back the records the others have, so ask without waiting first.
-        await asyncio.gather(
-            *(forward(leader, topics, False) for leader, topics in by_leader.items())
-        )
-        # A leader that names a preferred read replica answers at once, as Kafka's does.
-        hinted = bool(rack) and any(
-            info is not None
-            and node_id == info.leader
-            and self._preferred(cluster, info, rack) >= 0
-            for _t, parts in plan
-            for _p, info in parts
-        )
-        if (
-            not failed
-            and not hinted
-            and request.min_bytes > 0
-            and request.max_wait_ms > 0
-            and not any(a.records for a in answers.values())
-        ):
-            answers.clear()
-            await asyncio.gather(
-                *(forward(leader, topics, True) for leader, topics in by_leader.items())
-            )
-        if failed:
-            await self._cluster(refresh=True)
-        out_topics = []
-        for t, parts in plan:
-            key = t.topic_id if use_ids else t.topic
-            out_parts = []
-            for p, info in parts:
-                answer = answers.get((key, p.partition))
-                if answer is None:
-                    if info is None:
-                        code = _UNKNOWN_TOPIC_ID if use_ids else _UNKNOWN_TOPIC_OR_PARTITION
-                    else:
-                        code = _NOT_LEADER_OR_FOLLOWER
-                    out_parts.append(_empty_partition(p.partition, code))
-                    continue
-                if node_id == info.leader and answer.error_code == 0 and rack:
-                    preferred = self._preferred(cluster, info, rack)
-                    if preferred >= 0:
-                        answer.preferred_read_replica = preferred
-                        answer.records = b""
-                        hint = (preferred, rack)
-                        self.stats.preferred_replicas[hint] = (
-                            self.stats.preferred_replicas.get(hint, 0) + 1
-                        )
-                else:
-                    answer.preferred_read_replica = -1
-                size = len(answer.records or b"")
-                if size:
-                    served = (node_id, rack)
-                    self.stats.fetch_bytes[served] = self.stats.fetch_bytes.get(served, 0) + size
-                out_parts.append(answer)
-            out_topics.append({"topic": t.topic, "topic_id": t.topic_id, "partitions": out_parts})
-        response = FETCH.Response(
-            throttle_time_ms=0, error_code=0, session_id=0, responses=out_topics
-        )
-        return frames.encode_response(FETCH, version, corr, response)
-
-    async def _list_offsets(self, node_id: int, request: Any, version: int, corr: int) -> bytes:
-        """ListOffsets with timestamps, answered from the records as a broker's time index
-        would (the mock brokers answer -1 to every look-up by time)."""
-        from rackafka.structs import TopicPartition
-
-        cluster = await self._cluster()
-        response = await self._router.send(node_id, LIST_OFFSETS, request, version=version)
-        wanted = {
-            (t.name, p.partition_index): p.timestamp
-            for t in request.topics
-            for p in t.partitions
-            if p.timestamp >= 0
-        }
-        for t in response.topics:
-            for p in t.partitions:
-                ts = wanted.get((t.name, p.partition_index))
-                if ts is None or p.error_code != 0:
-                    continue
-                info = cluster.partition(TopicPartition(t.name, p.partition_index))
-                leader = info.leader if info is not None else node_id
-                p.offset, p.timestamp = await self._offset_at(leader, t.name, p, ts)
-        return frames.encode_response(LIST_OFFSETS, version, corr, response)
-
-    async def _offset_at(self, leader: int, topic: str, p: Any, ts: int) -> tuple[int, int]:
-        """The first record at or after ``ts`` in the partition, read from its start."""
-        from rackafka.records import iter_batches
-
-        first = LIST_OFFSETS.Request(
-            replica_id=-1,
-            isolation_level=0,
-            topics=[
-                {
-                    "name": topic,
-                    "partitions": [{"partition_index": p.partition_index, "timestamp": -2}],
-                }
-            ],
-        )
-        start = await self._router.send(leader, LIST_OFFSETS, first, version=1)
-        at = start.topics[0].partitions[0].offset
-        while True:
-            sub = partition_fetch(topic, p.partition_index, at, min_bytes=0)
-            answer = (await self._router.send(leader, FETCH, sub, version=11)).responses[0]
-            data = answer.partitions[0].records or b""
-            progressed = False
-            for batch in iter_batches(data):
-                if batch.next_offset <= at:
-                    continue
-                progressed = True
-                if not getattr(batch, "is_control", False):
-                    for offset, stamp, *_rest in batch.records():
-                        if offset >= at and stamp >= ts:
-                            return offset, stamp
-                at = batch.next_offset
-            if not progressed:
-                return -1, -1
-
-
-def _empty_partition(partition: int, error_code: int) -> dict[str, Any]:
-    return {
-        "partition_index": partition,
-        "error_code": error_code,
-        "high_watermark": -1,
-        "last_stable_offset": -1,
-        "log_start_offset": -1,
-        "aborted_transactions": None,
-        "preferred_read_replica": -1,
-        "records": None,
-    }
 
 
 class _Violation(Exception):
@@ -957,7 +499,10 @@ class _FrontConnection:
         if version < 1:
             # v0 means raw SASL tokens on the socket: the front does not speak it.
             return frames.encode_response(
-                SASL_HANDSHAKE, 0, corr, {"error_code": _UNSUPPORTED_VERSION, "mechanisms": []}
+                SASL_HANDSHAKE,
+                0,
+                corr,
+                {"error_code": errors.UnsupportedVersionError.errno, "mechanisms": []},
             )
         request = self._decode(SASL_HANDSHAKE, frame, version)
         mechanism = request.mechanism
@@ -969,7 +514,7 @@ class _FrontConnection:
                 SASL_HANDSHAKE,
                 version,
                 corr,
-                {"error_code": _UNSUPPORTED_SASL_MECHANISM, "mechanisms": enabled},
+                {"error_code": errors.UnsupportedSaslMechanismError.errno, "mechanisms": enabled},
             )
         self.reauthenticating = self.authenticated
         self.mechanism = mechanism
@@ -984,7 +529,9 @@ class _FrontConnection:
     ) -> tuple[bytes, bool]:
         """The answer and whether to close the connection after it."""
         if not self.in_exchange or self.mechanism is None:
-            return self._auth_answer(version, corr, _ILLEGAL_SASL_STATE, "no SaslHandshake"), True
+            return self._auth_answer(
+                version, corr, errors.IllegalSaslStateError.errno, "no SaslHandshake"
+            ), True
         request = self._decode(SASL_AUTHENTICATE, frame, version)
         data = bytes(request.auth_bytes or b"")
         mechanism = self.mechanism
@@ -999,7 +546,9 @@ class _FrontConnection:
         except _AuthFailed as exc:
             self.front.stats.failures += 1
             self.in_exchange = False
-            return self._auth_answer(version, corr, _SASL_AUTHENTICATION_FAILED, str(exc)), True
+            return self._auth_answer(
+                version, corr, errors.SaslAuthenticationFailed.errno, str(exc)
+            ), True
         if principal is None:  # more rounds to come
             return self._auth_answer(version, corr, 0, "", challenge), False
         if self.reauthenticating and principal != self.principal:
@@ -1008,7 +557,7 @@ class _FrontConnection:
                 self._auth_answer(
                     version,
                     corr,
-                    _SASL_AUTHENTICATION_FAILED,
+                    errors.SaslAuthenticationFailed.errno,
                     "Cannot change principals during re-authentication",
                 ),
                 True,

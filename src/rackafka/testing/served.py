@@ -24,8 +24,8 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
+from ._base import DEFAULT_RACKS, BrokerInfo, PartitionInfo, _Lifecycle
 from ._clients import ProduceResult
-from .cluster import DEFAULT_RACKS, BrokerInfo, PartitionInfo
 
 __all__ = ["ServedCluster", "ServedClusterError"]
 
@@ -75,7 +75,7 @@ def _stop(proc: subprocess.Popen[str], timeout: float) -> None:
                 pass
 
 
-class ServedCluster:
+class ServedCluster(_Lifecycle):
     """A Kafka cluster for tests and demos, run by ``python -m rackafka.testing serve`` in a
     child process.
 
@@ -250,18 +250,6 @@ class ServedCluster:
     def running(self) -> bool:
         """Whether the child is started and still running."""
         return self._proc is not None and self._proc.poll() is None
-
-    def __enter__(self) -> ServedCluster:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> ServedCluster:
-        return await asyncio.to_thread(self.start)
-
-    async def __aexit__(self, *exc: object) -> None:
-        await asyncio.to_thread(self.close)
 
     def __repr__(self) -> str:
         state = "running" if self.running else ("new" if self._proc is None else "closed")
