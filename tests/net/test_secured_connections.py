@@ -407,10 +407,10 @@ async def test_a_broker_that_hangs_up_after_the_tls_handshake_is_a_tls_refusal(
 async def test_a_hang_up_before_the_connection_is_set_up_is_seen_at_once(
     pki: dict[str, Any], how: str
 ) -> None:
-    """The broker hangs up right after the TLS handshake, and the stream sees it before the
-    connection has put its own protocol on the stream (a busy event loop, or a broker quick
-    to refuse a missing client certificate): the connection is refused at once, as a TLS
-    refusal, not after the request timeout."""
+    """The broker hangs up right after the TLS handshake, and the connection sees it before
+    it has sent its first request (a busy event loop, or a broker quick to refuse a missing
+    client certificate): the connection is refused at once, as a TLS refusal, not after the
+    request timeout."""
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if how == "reset":
@@ -427,14 +427,14 @@ async def test_a_hang_up_before_the_connection_is_set_up_is_seen_at_once(
     )
     tls = security.connector()
 
-    async def late_connector(host: str, port: int) -> Any:
-        streams = await tls(host, port)
-        reader = streams[0]
-        for _ in range(200):  # until the stream has seen the hang-up
-            if reader.at_eof() or reader.exception() is not None:
+    async def late_connector(factory: Any, host: str, port: int) -> Any:
+        transport, conn = await tls(factory, host, port)
+        for _ in range(200):  # until the connection has seen the hang-up
+            if not conn.connected:
                 break
             await asyncio.sleep(0.01)
-        return streams
+        assert not conn.connected
+        return transport, conn
 
     started = time.monotonic()
     try:
