@@ -31,6 +31,7 @@ from rackafka.errors import (
 from rackafka.helpers import create_ssl_context
 from rackafka.net.connection import Connection
 from rackafka.net.security import SecurityConfig
+from rackafka.protocol.apis.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from rackafka.records import encode_batch
 from rackafka.testing.fake_broker import FakeBroker, FakeRequest
 
@@ -83,7 +84,7 @@ class SaslBroker:
         def versions(b: FakeBroker, request: FakeRequest) -> Any:
             response = default(request)
             for key in response["api_keys"]:
-                if key["api_key"] == 17:
+                if key["api_key"] == SASL_HANDSHAKE.key:
                     key["max_version"] = self.handshake_max_version
             return response
 
@@ -92,12 +93,19 @@ class SaslBroker:
     def handshake(self, _b: FakeBroker, request: FakeRequest) -> Any:
         mechanism = request.body.mechanism
         if mechanism not in self.mechanisms:
-            return {"error_code": 33, "mechanisms": list(self.mechanisms)}
+            return {
+                "error_code": UnsupportedSaslMechanismError.errno,
+                "mechanisms": list(self.mechanisms),
+            }
         self.state[request.connection] = [mechanism, None]
         return {"error_code": 0, "mechanisms": list(self.mechanisms)}
 
     def _fail(self, message: str) -> dict[str, Any]:
-        return {"error_code": 58, "error_message": message, "auth_bytes": b""}
+        return {
+            "error_code": SaslAuthenticationFailed.errno,
+            "error_message": message,
+            "auth_bytes": b"",
+        }
 
     def _ok(self, connection: int, data: bytes = b"") -> dict[str, Any]:
         self.authentications[connection] = self.authentications.get(connection, 0) + 1
@@ -334,7 +342,11 @@ async def test_brokers_without_usable_sasl_are_refused_clearly(
 
         def no_sasl(b: FakeBroker, request: FakeRequest) -> Any:
             response = b._default_ApiVersions(request)
-            response["api_keys"] = [k for k in response["api_keys"] if k["api_key"] not in (17, 36)]
+            response["api_keys"] = [
+                k
+                for k in response["api_keys"]
+                if k["api_key"] not in (SASL_HANDSHAKE.key, SASL_AUTHENTICATE.key)
+            ]
             return response
 
         broker.handlers["ApiVersions"] = no_sasl

@@ -203,7 +203,7 @@ class Connection(asyncio.BufferedProtocol):
             log.debug("%s: ApiVersions v3 reply did not parse (%s); retrying with v0", self, exc)
         if response is None or response.error_code == UnsupportedVersionError.errno:
             response = await self.request(API_VERSIONS, API_VERSIONS.Request(), version=0)
-        if response.error_code != 0:
+        if response.error_code:
             raise KafkaConnectionError(
                 f"{self}: ApiVersions failed with error code {response.error_code}"
             )
