@@ -135,7 +135,7 @@ async def test_idempotent_producer_through_cut_connections(kafka: KafkaCluster) 
         for _ in range(200):
             for conn in list(producer._client._conns.values()):
                 if conn.connected and conn.in_flight:
-                    conn._writer.transport.abort()
+                    conn._transport.abort()
                     cuts += 1
             if cuts >= 5:
                 return

@@ -31,6 +31,7 @@ from rackafka.errors import (
 from rackafka.helpers import create_ssl_context
 from rackafka.net.connection import Connection
 from rackafka.net.security import SecurityConfig
+from rackafka.protocol.apis.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from rackafka.records import encode_batch
 from rackafka.testing.fake_broker import FakeBroker, FakeRequest
 
@@ -83,7 +84,7 @@ class SaslBroker:
         def versions(b: FakeBroker, request: FakeRequest) -> Any:
             response = default(request)
             for key in response["api_keys"]:
-                if key["api_key"] == 17:
+                if key["api_key"] == SASL_HANDSHAKE.key:
                     key["max_version"] = self.handshake_max_version
             return response
 
@@ -92,12 +93,19 @@ class SaslBroker:
     def handshake(self, _b: FakeBroker, request: FakeRequest) -> Any:
         mechanism = request.body.mechanism
         if mechanism not in self.mechanisms:
-            return {"error_code": 33, "mechanisms": list(self.mechanisms)}
+            return {
+                "error_code": UnsupportedSaslMechanismError.errno,
+                "mechanisms": list(self.mechanisms),
+            }
         self.state[request.connection] = [mechanism, None]
         return {"error_code": 0, "mechanisms": list(self.mechanisms)}
 
     def _fail(self, message: str) -> dict[str, Any]:
-        return {"error_code": 58, "error_message": message, "auth_bytes": b""}
+        return {
+            "error_code": SaslAuthenticationFailed.errno,
+            "error_message": message,
+            "auth_bytes": b"",
+        }
 
     def _ok(self, connection: int, data: bytes = b"") -> dict[str, Any]:
         self.authentications[connection] = self.authentications.get(connection, 0) + 1
@@ -334,7 +342,11 @@ async def test_brokers_without_usable_sasl_are_refused_clearly(
 
         def no_sasl(b: FakeBroker, request: FakeRequest) -> Any:
             response = b._default_ApiVersions(request)
-            response["api_keys"] = [k for k in response["api_keys"] if k["api_key"] not in (17, 36)]
+            response["api_keys"] = [
+                k
+                for k in response["api_keys"]
+                if k["api_key"] not in (SASL_HANDSHAKE.key, SASL_AUTHENTICATE.key)
+            ]
             return response
 
         broker.handlers["ApiVersions"] = no_sasl
@@ -407,10 +419,10 @@ async def test_a_broker_that_hangs_up_after_the_tls_handshake_is_a_tls_refusal(
 async def test_a_hang_up_before_the_connection_is_set_up_is_seen_at_once(
     pki: dict[str, Any], how: str
 ) -> None:
-    """The broker hangs up right after the TLS handshake, and the stream sees it before the
-    connection has put its own protocol on the stream (a busy event loop, or a broker quick
-    to refuse a missing client certificate): the connection is refused at once, as a TLS
-    refusal, not after the request timeout."""
+    """The broker hangs up right after the TLS handshake, and the connection sees it before
+    it has sent its first request (a busy event loop, or a broker quick to refuse a missing
+    client certificate): the connection is refused at once, as a TLS refusal, not after the
+    request timeout."""
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if how == "reset":
@@ -427,14 +439,14 @@ async def test_a_hang_up_before_the_connection_is_set_up_is_seen_at_once(
     )
     tls = security.connector()
 
-    async def late_connector(host: str, port: int) -> Any:
-        streams = await tls(host, port)
-        reader = streams[0]
-        for _ in range(200):  # until the stream has seen the hang-up
-            if reader.at_eof() or reader.exception() is not None:
+    async def late_connector(factory: Any, host: str, port: int) -> Any:
+        transport, conn = await tls(factory, host, port)
+        for _ in range(200):  # until the connection has seen the hang-up
+            if not conn.connected:
                 break
             await asyncio.sleep(0.01)
-        return streams
+        assert not conn.connected
+        return transport, conn
 
     started = time.monotonic()
     try:

@@ -1,12 +1,18 @@
 """One asyncio connection to one broker.
 
-Frames go out as soon as they are encoded and many requests may be in flight
-at once (pipelining); a single reader task splits the incoming stream into
-frames and hands each decoded response to the waiter with the same correlation
-id.  Any failure of the stream fails every waiter with
-:class:`~rackafka.errors.KafkaConnectionError` and closes the connection; a
-request that times out closes it too (responses arrive in order, so a missing
-one means the stream is stuck).
+A :class:`Connection` is the protocol of its transport from the start
+(:meth:`asyncio.loop.create_connection`, with TLS when the security settings say so): the
+bytes received go from the socket straight into its frame buffers
+(:class:`~rackafka.protocol.frames.FrameReceiver`), and each complete response is handed
+to the waiter with the same correlation id.  Frames go out as soon as they are encoded
+and many requests may be in flight at once (pipelining).  Any failure of the transport
+fails every waiter with :class:`~rackafka.errors.KafkaConnectionError` and closes the
+connection; a request that times out closes it too (responses arrive in order, so a
+missing one means the stream is stuck).
+
+With SASL the connection drives the exchange itself (SaslHandshake, then SaslAuthenticate
+until the mechanism is done) and repeats it before the session the broker grants ends
+(KIP-368); the mechanisms of :mod:`rackafka.net.sasl` only turn challenges into answers.
 """
 
 from __future__ import annotations
@@ -18,33 +24,36 @@ import logging
 import random
 import ssl
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from rackafka.errors import (
     AuthenticationFailedError,
+    AuthenticationMethodNotSupported,
+    CorrelationIdError,
+    IllegalSaslStateError,
     KafkaConnectionError,
     KafkaError,
     KafkaProtocolError,
     KafkaTimeoutError,
+    SaslAuthenticationFailed,
     SslAuthenticationError,
+    UnsupportedSaslMechanismError,
     UnsupportedVersionError,
+    for_code,
 )
-from rackafka.net.security import SecurityConfig, plaintext_connector, tls_failure
+from rackafka.net.sasl import SaslMechanism
+from rackafka.net.security import Connector, SecurityConfig, plaintext_connector, tls_failure
 from rackafka.protocol import frames
 from rackafka.protocol.apis.api_versions import API_VERSIONS
+from rackafka.protocol.apis.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from rackafka.protocol.schema import Api
 from rackafka.protocol.versions import VersionTable
 
 log = logging.getLogger(__name__)
 
-StreamPair = tuple[asyncio.StreamReader, asyncio.StreamWriter]
-#: Opens a stream to ``(host, port)``.  The seam for TLS and other transports.
-Connector = Callable[[str, int], Awaitable[StreamPair]]
-
 CLIENT_SOFTWARE_NAME = "rackafka"
-_UNSUPPORTED_VERSION = 35
 #: Re-authenticate after this share of the session lifetime (KIP-368: 85-95 %, at random,
 #: so that connections opened together do not re-authenticate together).
 _REAUTH_AT = (0.85, 0.95)
@@ -59,17 +68,17 @@ class ConnectionStats:
     bytes_received: int = 0
 
 
-class Connection:
+class Connection(asyncio.BufferedProtocol):
     """A connection to one broker, with requests pipelined over it.
 
-    Create one with :meth:`open`; it negotiates API versions before it is
-    returned.  :meth:`request` sends a request and waits for its response.
+    Create one with :meth:`open`; it negotiates API versions (and authenticates) before
+    it is returned.  :meth:`request` sends a request and waits for its response.  The
+    connection is its transport's protocol: the asyncio callbacks (``connection_made``,
+    ``get_buffer``, ``buffer_updated``, ...) are not for other callers.
     """
 
     def __init__(
         self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
         *,
         host: str,
         port: int,
@@ -87,13 +96,18 @@ class Connection:
         self.versions: VersionTable | None = None
         self.stats = ConnectionStats()
         self.last_used = time.monotonic()
-        self._reader = reader
-        self._writer = writer
+        self.security = security
+        self._transport: asyncio.Transport | None = None
+        self._receiver = frames.FrameReceiver(max_frame_size)
         self._waiters: dict[int, tuple[asyncio.Future[Any], Api, int]] = {}
         self._corr = itertools.count(1)
         self._closed: BaseException | None = None
         self._close_callbacks: list[Callable[[Connection, BaseException], None]] = []
-        self.security = security
+        #: Set once the transport is gone (``connection_lost``).
+        self._gone: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        #: Writers waiting for the transport's buffer to drain, while it is paused.
+        self._write_paused = False
+        self._drainers: list[asyncio.Future[None]] = []
         #: Frames written while a re-authentication holds other requests back.
         self._held: list[bytes] | None = None
         self._reauth: asyncio.TimerHandle | None = None
@@ -102,19 +116,6 @@ class Connection:
         self.authentications = 0
         #: When the broker's SASL session ends (``time.monotonic()``), or ``None``.
         self.session_expires_at: float | None = None
-        # Responses are read by a protocol put on the stream's transport: the bytes go
-        # from the socket straight into the frame buffers (see frames.FrameReceiver).
-        # Writing, flow control and closing stay with the stream.
-        self._receiver = frames.FrameReceiver(max_frame_size)
-        transport = writer.transport
-        self._protocol = _FrameProtocol(self, transport.get_protocol())
-        transport.set_protocol(self._protocol)
-        # The stream may have seen its end before its protocol was replaced (a broker that
-        # refuses a TLS client certificate closes right after the handshake): that news
-        # would never reach this connection, whose first request would then wait for its
-        # whole timeout.
-        if reader.exception() is not None or reader.at_eof() or transport.is_closing():
-            self._lost(reader.exception())
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -136,8 +137,8 @@ class Connection:
         """Connect to ``host:port``, negotiate API versions and authenticate.
 
         Arguments:
-            connector: opens the stream; default: plain TCP, or TLS when ``security``
-                says so.
+            connector: opens the transport with the connection as its protocol; default:
+                plain TCP, or TLS when ``security`` says so.
             security: TLS and SASL settings; with SASL the connection is authenticated
                 before it is returned, and re-authenticated before the session the
                 broker grants ends (KIP-368).
@@ -153,24 +154,27 @@ class Connection:
         timeout = (
             connect_timeout_ms if connect_timeout_ms is not None else request_timeout_ms
         ) / 1000
+
+        def factory() -> Connection:
+            return cls(
+                host=host,
+                port=port,
+                node_id=node_id,
+                client_id=client_id,
+                request_timeout_ms=request_timeout_ms,
+                security=security,
+            )
+
         try:
-            reader, writer = await asyncio.wait_for(connector(host, port), timeout)
+            _transport, protocol = await asyncio.wait_for(connector(factory, host, port), timeout)
         except asyncio.TimeoutError as exc:
             raise KafkaConnectionError(
                 f"connecting to {host}:{port} timed out after {timeout:.3g} s"
             ) from exc
         except OSError as exc:
             raise KafkaConnectionError(f"cannot connect to {host}:{port}: {exc}") from exc
-        conn = cls(
-            reader,
-            writer,
-            host=host,
-            port=port,
-            node_id=node_id,
-            client_id=client_id,
-            request_timeout_ms=request_timeout_ms,
-            security=security,
-        )
+        assert isinstance(protocol, Connection)
+        conn = protocol
         if conn._closed is not None:  # closed by the broker before it was set up
             raise conn._closed
         if negotiate:
@@ -182,59 +186,6 @@ class Connection:
                 await conn.aclose()
                 raise
         return conn
-
-    # -- authentication ----------------------------------------------------------
-
-    async def authenticate(self) -> None:
-        """Authenticate with SASL (again, on a live connection: KIP-368).
-
-        While it runs, requests sent by others are held back and written afterwards, in
-        order: a broker takes nothing but SaslAuthenticate between the SaslHandshake
-        and the end of the exchange.  Schedules the next re-authentication when the
-        broker grants a session lifetime.
-
-        Raises:
-            AuthenticationFailedError: the broker refused (the caller closes).
-        """
-        from rackafka.net.sasl import authenticate
-
-        assert self.security is not None
-        mechanism = self.security.mechanism(self.host)
-        assert mechanism is not None
-        again = self.authentications > 0
-        held: list[bytes] = []
-        self._held = held
-        try:
-            lifetime_ms = await authenticate(self, mechanism, unheld=True)
-        finally:
-            self._held = None
-            if self._closed is None:
-                for frame in held:
-                    self._writer.write(frame)
-        self.authentications += 1
-        if again:
-            log.debug("%s: re-authenticated (%s)", self, mechanism.describe())
-        if lifetime_ms > 0:
-            lifetime = lifetime_ms / 1000
-            self.session_expires_at = time.monotonic() + lifetime
-            delay = lifetime * random.uniform(*_REAUTH_AT)
-            self._reauth = asyncio.get_running_loop().call_later(delay, self._start_reauth)
-        else:
-            self.session_expires_at = None
-
-    def _start_reauth(self) -> None:
-        self._reauth = None
-        if self._closed is None:
-            self._reauth_task = asyncio.get_running_loop().create_task(self._reauthenticate())
-
-    async def _reauthenticate(self) -> None:
-        try:
-            await self.authenticate()
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.warning("%s: re-authentication failed: %s", self, exc)
-            self.close(exc)
 
     async def negotiate_versions(self, client_software_version: str = "0") -> VersionTable:
         """Ask the broker which versions it speaks (ApiVersions v3, else v0)."""
@@ -250,9 +201,9 @@ class Connection:
             )
         except KafkaProtocolError as exc:
             log.debug("%s: ApiVersions v3 reply did not parse (%s); retrying with v0", self, exc)
-        if response is None or response.error_code == _UNSUPPORTED_VERSION:
+        if response is None or response.error_code == UnsupportedVersionError.errno:
             response = await self.request(API_VERSIONS, API_VERSIONS.Request(), version=0)
-        if response.error_code != 0:
+        if response.error_code:
             raise KafkaConnectionError(
                 f"{self}: ApiVersions failed with error code {response.error_code}"
             )
@@ -295,8 +246,10 @@ class Connection:
         for fut, _api, _v in waiters.values():
             if not fut.done():
                 fut.set_exception(reason)
-        with contextlib.suppress(Exception):
-            self._writer.close()
+        self._wake_drainers()
+        if self._transport is not None:
+            with contextlib.suppress(Exception):
+                self._transport.close()
         for cb in self._close_callbacks:
             try:
                 cb(self, reason)
@@ -307,8 +260,118 @@ class Connection:
     async def aclose(self) -> None:
         """Close and wait until the socket is gone."""
         self.close()
-        with contextlib.suppress(Exception):
-            await self._writer.wait_closed()
+        if self._transport is not None:
+            await asyncio.shield(self._gone)
+
+    # -- authentication ----------------------------------------------------------
+
+    async def authenticate(self) -> None:
+        """Authenticate with SASL (again, on a live connection: KIP-368).
+
+        While it runs, requests sent by others are held back and written afterwards, in
+        order: a broker takes nothing but SaslAuthenticate between the SaslHandshake
+        and the end of the exchange.  Schedules the next re-authentication when the
+        broker grants a session lifetime.
+
+        Raises:
+            UnsupportedSaslMechanismError: the broker does not enable this mechanism.
+            SaslAuthenticationFailed: the broker refused the credentials (or the client
+                refused the broker's proof).
+            AuthenticationMethodNotSupported: the broker does not speak SASL on this
+                listener, or only the pre-1.0 SaslHandshake v0.
+
+            Each is an :class:`AuthenticationFailedError`; the caller closes.
+        """
+        assert self.security is not None
+        mechanism = self.security.mechanism(self.host)
+        assert mechanism is not None
+        again = self.authentications > 0
+        held: list[bytes] = []
+        self._held = held
+        try:
+            lifetime_ms = await self._sasl_exchange(mechanism)
+        finally:
+            self._held = None
+            if self._closed is None and self._transport is not None:
+                for frame in held:
+                    self._transport.write(frame)
+        self.authentications += 1
+        if again:
+            log.debug("%s: re-authenticated (%s)", self, mechanism.describe())
+        if lifetime_ms > 0:
+            lifetime = lifetime_ms / 1000
+            self.session_expires_at = time.monotonic() + lifetime
+            delay = lifetime * random.uniform(*_REAUTH_AT)
+            self._reauth = asyncio.get_running_loop().call_later(delay, self._start_reauth)
+        else:
+            self.session_expires_at = None
+
+    async def _sasl_exchange(self, mechanism: SaslMechanism) -> int:
+        """Carry one exchange of ``mechanism`` (SaslHandshake v1, SaslAuthenticate v0-2).
+
+        Returns the session lifetime in milliseconds granted by the broker
+        (SaslAuthenticate v1+), ``0`` when it sets none.
+        """
+        versions = self.versions
+        hs = versions.broker_range(SASL_HANDSHAKE.key) if versions is not None else None
+        if hs is None:
+            raise AuthenticationMethodNotSupported(
+                f"{self} does not offer SASL authentication (no SaslHandshake in its "
+                "ApiVersions): is this a PLAINTEXT or SSL listener? Check security_protocol"
+            )
+        if hs.max_version < 1:
+            raise AuthenticationMethodNotSupported(
+                f"{self} only speaks SaslHandshake v0 (Kafka before 1.0); rackafka needs v1"
+            )
+        response = await self.request(
+            SASL_HANDSHAKE, SASL_HANDSHAKE.Request(mechanism=mechanism.name), version=1, unheld=True
+        )
+        if response.error_code:
+            error = for_code(response.error_code)
+            if issubclass(error, UnsupportedSaslMechanismError):
+                enabled = ", ".join(response.mechanisms) or "none"
+                raise error(
+                    f"{self} does not enable SASL mechanism {mechanism.name} "
+                    f"(enabled: {enabled}); check sasl_mechanism"
+                )
+            raise error(f"SaslHandshake for {mechanism.name} with {self} failed")
+        version = self.version(SASL_AUTHENTICATE)
+        token: bytes | None = await mechanism.start()
+        lifetime = 0
+        while token is not None:
+            response = await self.request(
+                SASL_AUTHENTICATE,
+                SASL_AUTHENTICATE.Request(auth_bytes=token),
+                version=version,
+                unheld=True,
+            )
+            if response.error_code:
+                detail = response.error_message or ""
+                error = for_code(response.error_code)
+                if not issubclass(error, (SaslAuthenticationFailed, IllegalSaslStateError)):
+                    error = SaslAuthenticationFailed
+                raise error(
+                    f"SASL {mechanism.describe()} authentication with {self} failed"
+                    + (f": {detail}" if detail else "")
+                )
+            lifetime = getattr(response, "session_lifetime_ms", 0) or 0
+            token = mechanism.step(bytes(response.auth_bytes or b""))
+        log.debug("%s: authenticated with SASL %s", self, mechanism.describe())
+        return max(0, int(lifetime))
+
+    def _start_reauth(self) -> None:
+        self._reauth = None
+        if self._closed is None:
+            self._reauth_task = asyncio.get_running_loop().create_task(self._reauthenticate())
+
+    async def _reauthenticate(self) -> None:
+        try:
+            await self.authenticate()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("%s: re-authentication failed: %s", self, exc)
+            self.close(exc)
 
     # -- requests --------------------------------------------------------------
 
@@ -352,7 +415,7 @@ class Connection:
             if self._held is not None and not unheld:
                 self._held.append(frame)
             else:
-                self._writer.write(frame)
+                self._transport.write(frame)  # type: ignore[union-attr]
         except Exception as exc:  # the transport is gone
             self.close(exc)
             raise self._closed from exc  # type: ignore[misc]
@@ -405,13 +468,42 @@ class Connection:
         return len(self._waiters)
 
     async def drain(self) -> None:
-        """Wait until the socket's write buffer has room."""
-        await self._writer.drain()
+        """Wait until the socket's write buffer has room.
 
-    # -- reading ---------------------------------------------------------------
+        Raises:
+            KafkaConnectionError: the connection is closed (or
+                :class:`AuthenticationFailedError`, the reason it closed).
+        """
+        if self._write_paused and self._closed is None:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._drainers.append(waiter)
+            try:
+                await waiter
+            finally:
+                with contextlib.suppress(ValueError):
+                    self._drainers.remove(waiter)
+        if self._closed is not None:
+            raise self._closed
 
-    def _received(self, nbytes: int) -> None:
-        """``nbytes`` arrived in the receiver's buffer: dispatch the frames they complete."""
+    def _wake_drainers(self) -> None:
+        for waiter in self._drainers:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._drainers.clear()
+
+    # -- the transport's protocol ----------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        """asyncio: the connection (and its TLS handshake) is established."""
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        """asyncio: room for the next received bytes, in the frame buffers."""
+        return self._receiver.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        """asyncio: ``nbytes`` arrived; dispatch the frames they complete."""
         if self._closed is not None:
             return
         self.stats.bytes_received += nbytes
@@ -423,6 +515,27 @@ class Connection:
         except Exception as exc:  # pragma: no cover - defensive: never leave waiters hanging
             log.exception("%s: reader failed", self)
             self.close(exc)
+
+    def eof_received(self) -> bool:
+        """asyncio: the broker closed its side; the transport closes."""
+        self._lost(None)
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """asyncio: the transport is gone (``exc`` is ``None`` for a close or an EOF)."""
+        self._lost(exc)
+        self._wake_drainers()
+        if not self._gone.done():
+            self._gone.set_result(None)
+
+    def pause_writing(self) -> None:
+        """asyncio: the transport's write buffer is over its high-water mark."""
+        self._write_paused = True
+
+    def resume_writing(self) -> None:
+        """asyncio: the transport's write buffer drained below its low-water mark."""
+        self._write_paused = False
+        self._wake_drainers()
 
     def _lost(self, exc: BaseException | None) -> None:
         """The broker closed the connection (``exc`` is ``None`` for an EOF) or it broke."""
@@ -456,8 +569,6 @@ class Connection:
         corr = frames.peek_correlation_id(frame)
         entry = self._waiters.pop(corr, None)
         if entry is None:
-            from rackafka.errors import CorrelationIdError
-
             raise CorrelationIdError(f"{self}: response with unknown correlation id {corr}")
         fut, api, version = entry
         if fut.done():
@@ -475,36 +586,4 @@ class Connection:
         return f"<Connection {node}{self.host}:{self.port}>"
 
 
-class _FrameProtocol(asyncio.BufferedProtocol):
-    """The protocol of a connection's transport once the connection is made.
-
-    Received bytes go into the connection's :class:`~rackafka.protocol.frames.FrameReceiver`;
-    everything else (flow control for writes, EOF, loss) is also passed to the stream's own
-    protocol, so that the stream writer's ``drain()``, ``close()`` and ``wait_closed()``
-    keep working.
-    """
-
-    def __init__(self, conn: Connection, stream_protocol: Any) -> None:
-        self._conn = conn
-        self._stream = stream_protocol
-
-    def get_buffer(self, sizehint: int) -> memoryview:
-        return self._conn._receiver.get_buffer()
-
-    def buffer_updated(self, nbytes: int) -> None:
-        self._conn._received(nbytes)
-
-    def eof_received(self) -> bool:
-        self._conn._lost(None)
-        self._stream.eof_received()
-        return False
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._conn._lost(exc)
-        self._stream.connection_lost(exc)
-
-    def pause_writing(self) -> None:
-        self._stream.pause_writing()
-
-    def resume_writing(self) -> None:
-        self._stream.resume_writing()
+__all__ = ["CLIENT_SOFTWARE_NAME", "Connection", "ConnectionStats", "Connector"]

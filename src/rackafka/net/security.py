@@ -2,30 +2,42 @@
 
 :class:`SecurityConfig` holds aiokafka's security arguments, validates them at
 construction (errors name the argument) and gives each new connection its transport
-(plain TCP or TLS) and a fresh SASL mechanism.  Secrets stay inside: ``repr`` and every
-message hide them.
+(plain TCP or TLS, opened with the connection's protocol in place from the start) and a
+fresh SASL mechanism.  Secrets stay inside: ``repr`` and every message hide them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ssl
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from rackafka.errors import KafkaConfigurationError, SslAuthenticationError
 from rackafka.net.sasl import MECHANISMS, SaslMechanism
+from rackafka.net.sasl.gssapi import GssapiMechanism, load_gssapi
+from rackafka.net.sasl.oauth import OAuthBearerMechanism
+from rackafka.net.sasl.plain import PlainMechanism
+from rackafka.net.sasl.scram import ScramMechanism
 
 #: ``security_protocol`` values.
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-_READ_LIMIT = 1 << 20
 
-StreamPair = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+#: Makes the protocol of a new connection (called once the socket is connected).
+ProtocolFactory = Callable[[], asyncio.BaseProtocol]
+#: Opens a transport to ``(host, port)`` with the protocol from the factory, as
+#: :meth:`asyncio.loop.create_connection` does: the seam for TLS and test transports.
+Connector = Callable[
+    [ProtocolFactory, str, int], Awaitable[tuple[asyncio.BaseTransport, asyncio.BaseProtocol]]
+]
 
 
-async def plaintext_connector(host: str, port: int) -> StreamPair:
-    """Open a plain TCP stream (``security_protocol="PLAINTEXT"``)."""
-    return await asyncio.open_connection(host, port, limit=_READ_LIMIT)
+async def plaintext_connector(
+    protocol_factory: ProtocolFactory, host: str, port: int
+) -> tuple[asyncio.BaseTransport, asyncio.BaseProtocol]:
+    """Open a plain TCP connection (``security_protocol="PLAINTEXT"``)."""
+    return await asyncio.get_running_loop().create_connection(protocol_factory, host, port)
 
 
 def tls_failure(host: str, port: int, exc: ssl.SSLError) -> SslAuthenticationError:
@@ -49,18 +61,25 @@ def tls_failure(host: str, port: int, exc: ssl.SSLError) -> SslAuthenticationErr
 
 
 class TlsConnector:
-    """Opens TLS streams with an :class:`ssl.SSLContext`, verifying the broker's host
+    """Opens TLS connections with an :class:`ssl.SSLContext`, verifying the broker's host
     name when the context says so (contexts from :func:`rackafka.helpers.create_ssl_context`
     always do)."""
 
     def __init__(self, context: ssl.SSLContext) -> None:
         self.context = context
 
-    async def __call__(self, host: str, port: int) -> StreamPair:
-        """Connect and complete the TLS handshake."""
+    async def __call__(
+        self, protocol_factory: ProtocolFactory, host: str, port: int
+    ) -> tuple[asyncio.BaseTransport, asyncio.BaseProtocol]:
+        """Connect and complete the TLS handshake; the protocol is made once it is done.
+
+        Raises:
+            SslAuthenticationError: the handshake failed.
+            OSError: the broker cannot be reached.
+        """
         try:
-            return await asyncio.open_connection(
-                host, port, ssl=self.context, server_hostname=host, limit=_READ_LIMIT
+            return await asyncio.get_running_loop().create_connection(
+                protocol_factory, host, port, ssl=self.context, server_hostname=host
             )
         except ssl.SSLError as exc:
             raise tls_failure(host, port, exc) from exc
@@ -155,8 +174,6 @@ class SecurityConfig:
                         "(implement rackafka.abc.AbstractTokenProvider)"
                     )
             if sasl_mechanism == "GSSAPI":
-                from rackafka.net.sasl.gssapi import load_gssapi
-
                 load_gssapi()
                 if not isinstance(sasl_kerberos_service_name, str) or not (
                     sasl_kerberos_service_name
@@ -185,8 +202,8 @@ class SecurityConfig:
         """Whether connections authenticate with SASL."""
         return self.security_protocol.startswith("SASL_")
 
-    def connector(self) -> Any:
-        """The stream opener for this protocol."""
+    def connector(self) -> Connector:
+        """The transport opener for this protocol (plain TCP or TLS)."""
         if self.uses_tls:
             assert self.ssl_context is not None
             return TlsConnector(self.ssl_context)
@@ -199,21 +216,13 @@ class SecurityConfig:
             return None
         name = self.sasl_mechanism
         if name == "PLAIN":
-            from rackafka.net.sasl.plain import PlainMechanism
-
             assert self.sasl_plain_username and self.sasl_plain_password
             return PlainMechanism(self.sasl_plain_username, self.sasl_plain_password)
         if name.startswith("SCRAM-"):
-            from rackafka.net.sasl.scram import ScramMechanism
-
             assert self.sasl_plain_username and self.sasl_plain_password
             return ScramMechanism(name, self.sasl_plain_username, self.sasl_plain_password)
         if name == "OAUTHBEARER":
-            from rackafka.net.sasl.oauth import OAuthBearerMechanism
-
             return OAuthBearerMechanism(self.sasl_oauth_token_provider)
-        from rackafka.net.sasl.gssapi import GssapiMechanism
-
         return GssapiMechanism(
             self.sasl_kerberos_service_name, self.sasl_kerberos_domain_name or host
         )
@@ -233,4 +242,11 @@ class SecurityConfig:
         return f"SecurityConfig({', '.join(parts)})"
 
 
-__all__ = ["SECURITY_PROTOCOLS", "SecurityConfig", "TlsConnector", "plaintext_connector"]
+__all__ = [
+    "SECURITY_PROTOCOLS",
+    "Connector",
+    "ProtocolFactory",
+    "SecurityConfig",
+    "TlsConnector",
+    "plaintext_connector",
+]
