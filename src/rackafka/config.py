@@ -46,6 +46,7 @@ __all__ = [
     "Table",
     "Text",
     "parse_bootstrap_servers",
+    "security_kwargs",
 ]
 
 #: The port of a ``bootstrap_servers`` entry without one.

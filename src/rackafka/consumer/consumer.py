@@ -92,8 +92,8 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
             ``rackafka.zones``; the choice is in ``rack_decision`` after ``start()``).
             Otherwise the rack (availability zone) of this consumer, sent in
             Fetch requests so that the leader can name a replica in the same
-            rack.  Default: ``None`` (read from leaders unless a broker's
-            replica selector names another replica anyway).
+            rack (``""`` is no rack).  Default: ``None`` (read from leaders unless a
+            broker's replica selector names another replica anyway).
         key_deserializer, value_deserializer: callables applied to raw key and
             value bytes (``None`` included).
         fetch_min_bytes: Fetch request limit, as in aiokafka (``fetch.min.bytes``).

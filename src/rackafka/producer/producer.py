@@ -248,10 +248,11 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
         transaction_timeout_ms: how long the coordinator waits for a transaction to
             end before aborting it.  Default: 60000.
         security_protocol, ssl_context, sasl_*: as in the consumer.
-        client_rack: the rack (availability zone) of this producer (``""`` is none, as
-            ``None``); ``"auto"`` finds it at :meth:`start` as the consumer does (``RACKAFKA_CLIENT_RACK``, else
-            the zone the platform reports that is a broker's rack; see
-            ``rackafka.zones``), and ``rack_decision`` tells what was chosen and why.
+        client_rack: the rack (availability zone) of this producer (``""`` is no rack,
+            as ``None``); ``"auto"`` finds it at :meth:`start` as the consumer does
+            (``RACKAFKA_CLIENT_RACK``, else the zone the platform reports that is a
+            broker's rack; see ``rackafka.zones``), and ``rack_decision`` tells what was
+            chosen and why.
         rack_aware_partitioning: with ``client_rack``, send keyless records to
             partitions whose leader is in the same rack when there are any (a
             rackafka extension in the spirit of KIP-1123).  Default: ``False``.
