@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -325,27 +325,13 @@ class Setting:
     java: str | None = None
 
 
-class Settings(Mapping[str, Any]):
+class Settings(dict[str, Any]):
     """The checked values of one client (by keyword), and its security settings as one
     :class:`~rackafka.net.security.SecurityConfig`."""
 
-    __slots__ = ("_values", "security")
-
     def __init__(self, values: dict[str, Any], security: SecurityConfig) -> None:
-        self._values = values
+        super().__init__(values)
         self.security = security
-
-    def __getitem__(self, name: str) -> Any:
-        return self._values[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._values)
-
-    def __len__(self) -> int:
-        return len(self._values)
-
-    def __setitem__(self, name: str, value: Any) -> None:
-        self._values[name] = value
 
     def client_kwargs(self) -> dict[str, Any]:
         """Keywords of :class:`~rackafka.client.KafkaClient` (bootstrap servers first)."""
@@ -374,30 +360,17 @@ def security_kwargs(security: SecurityConfig) -> dict[str, Any]:
 Rule = Callable[[Settings, Callable[[str], str]], None]
 
 
-class Table(Mapping[str, Setting]):
+class Table(dict[str, Setting]):
     """Settings by keyword, with the rules between them; :meth:`extend` adds a role's."""
 
     def __init__(self, settings: Sequence[Setting], rules: Sequence[Rule] = ()) -> None:
-        self._settings = {s.name: s for s in settings}
+        super().__init__((s.name, s) for s in settings)
         self.rules = tuple(rules)
-
-    def __getitem__(self, name: str) -> Setting:
-        return self._settings[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._settings)
-
-    def __len__(self) -> int:
-        return len(self._settings)
 
     def extend(self, settings: Sequence[Setting], rules: Sequence[Rule] = ()) -> Table:
         """This table with more settings (a role's; a setting of the same name, such as a
         role's own default, replaces this table's) and more rules, run after these."""
         return Table([*self.values(), *settings], [*self.rules, *rules])
-
-    def defaults(self) -> dict[str, Any]:
-        """Every setting's default."""
-        return {name: s.default for name, s in self._settings.items()}
 
     def check(self, given: Mapping[str, Any], names: Names | None = None) -> Settings:
         """Check ``given`` (keywords; the others take their defaults) setting by setting,
@@ -411,12 +384,12 @@ class Table(Mapping[str, Setting]):
             KafkaConfigurationError: a value is refused; the message names the setting.
             TypeError: a keyword of no setting (as Python for an unknown keyword).
         """
-        unknown = set(given) - set(self._settings)
+        unknown = set(given) - set(self)
         if unknown:
             raise TypeError(f"unexpected keyword arguments: {', '.join(sorted(unknown))}")
         shown = (lambda n: n) if names is None else (lambda n: names.get(n, n))
         values: dict[str, Any] = {}
-        for name, setting in self._settings.items():
+        for name, setting in self.items():
             value = given.get(name, setting.default)
             values[name] = setting.kind.check(value, shown(name))
         security = SecurityConfig.create(**{n: values[n] for n in SECURITY})
