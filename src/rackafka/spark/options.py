@@ -567,8 +567,6 @@ def kafka_option(table: Table, keyword: str, option: str, value: str) -> Any:
     """
     try:
         return table.from_text(keyword, value, option)
-    except InvalidOptionError:
-        raise
     except KafkaConfigurationError as exc:
         raise InvalidOptionError(*exc.args) from None
 
@@ -590,27 +588,15 @@ def _consumer_option(
     consumer[keyword] = kafka_option(CONSUMER, keyword, key, value)
 
 
-#: How messages name the settings the source and the sink take from other options.
-_OTHER_OPTIONS = {
-    "bootstrap_servers": "kafka.bootstrap.servers",
-    "client_rack": "kafka.client.rack",
-    "security_protocol": "kafka.security.protocol",
-    "sasl_mechanism": "kafka.sasl.mechanism",
-    "sasl_kerberos_service_name": "kafka.sasl.kerberos.service.name",
-}
-
-
-def check_client_options(
-    table: Table, servers: str, kwargs: Mapping[str, Any], options: Mapping[str, str]
-) -> None:
+def check_client_options(table: Table, servers: str, kwargs: Mapping[str, Any]) -> None:
     """Check the client keywords of a read or write with ``table`` (the consumer's or the
-    producer's): the same checks as the client's, each message naming the option
-    (``options``: option name to keyword).
+    producer's): the client's own checks, each message naming the ``kafka.*`` option
+    (``kafka.`` + the Java client's name) instead of the keyword.
 
     Raises:
         InvalidOptionError: the table refused a value or a combination.
     """
-    names = {**_OTHER_OPTIONS, **{keyword: option for option, keyword in options.items()}}
+    names = {keyword: f"kafka.{s.java}" for keyword, s in table.items() if s.java}
     try:
         table.check({"bootstrap_servers": servers, **kwargs}, names)
     except KafkaConfigurationError as exc:
@@ -729,7 +715,7 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
 
     security = parse_security(opts, servers)
     kwargs = {**consumer, **(security.consumer_kwargs() if security else {})}
-    check_client_options(CONSUMER, servers, kwargs, _CONSUMER_OPTIONS)
+    check_client_options(CONSUMER, servers, kwargs)
     rack_setting = opts.get("kafka.client.rack", RACK_FROM_ENV).strip()
     client_rack: str | None = rack_setting or None
 

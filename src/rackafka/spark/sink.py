@@ -146,7 +146,7 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         )
     security = parse_security(opts, servers)
     kwargs = {**producer, **(security.consumer_kwargs() if security else {})}
-    check_client_options(PRODUCER, servers, kwargs, _PRODUCER_OPTIONS)
+    check_client_options(PRODUCER, servers, kwargs)
     warn_ignored(ignored)
     return SinkOptions(
         bootstrap_servers=servers,
