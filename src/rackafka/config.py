@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
-from rackafka._config import INT32_MAX, check_duration_ms, check_positive
+from rackafka._config import INT32_MAX, check_callable, check_duration_ms, check_positive
 from rackafka.errors import KafkaConfigurationError
 from rackafka.net.security import SecurityConfig
 
@@ -270,10 +270,9 @@ class Callback(Kind):
         self.describe = "callable" + (" or None" if none else "")
 
     def check(self, value: Any, name: str) -> Any:
-        if value is None and self.none:
-            return None
-        if not callable(value):
-            raise KafkaConfigurationError(f"{name} must be callable, not {value!r}")
+        if value is None and not self.none:
+            raise KafkaConfigurationError(f"{name} must be callable, not None")
+        check_callable(name, value)
         return value
 
 
