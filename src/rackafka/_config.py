@@ -1,4 +1,4 @@
-"""Checks of constructor arguments shared by the consumer and the producer.
+"""The primitive checks of the client settings table (:mod:`rackafka.config`).
 
 Pure validation that raises :exc:`~rackafka.errors.KafkaConfigurationError` naming the
 argument; it never echoes a secret and never opens a connection.

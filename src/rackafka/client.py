@@ -20,11 +20,11 @@ from typing import Any
 from rackafka._backoff import Backoff, BackoffPolicy
 from rackafka._tasks import cancel_and_wait
 from rackafka.cluster import Broker, ClusterMetadata
+from rackafka.config import parse_bootstrap_servers
 from rackafka.errors import (
     AuthenticationFailedError,
     BrokerResponseError,
     CoordinatorNotAvailableError,
-    KafkaConfigurationError,
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
@@ -39,66 +39,10 @@ from rackafka.protocol.schema import Api
 
 log = logging.getLogger(__name__)
 
-DEFAULT_PORT = 9092
-
 
 def _consume_refresh_error(task: asyncio.Task[None]) -> None:
     if not task.cancelled() and task.exception() is not None:
         log.debug("metadata refresh failed: %s", task.exception())
-
-
-def parse_bootstrap_servers(servers: str | Sequence[str]) -> list[tuple[str, int]]:
-    """Parse ``bootstrap_servers`` into ``(host, port)`` pairs.
-
-    Accepts a comma-separated string or a list of ``host[:port]`` entries;
-    IPv6 addresses go in brackets (``[::1]:9092``).  The default port is 9092.
-
-    Raises:
-        KafkaConfigurationError: an entry cannot be parsed (the message names
-            ``bootstrap_servers`` and the entry).
-    """
-    if isinstance(servers, str):
-        items = [s for s in (x.strip() for x in servers.split(",")) if s]
-    elif isinstance(servers, (list, tuple)) and all(isinstance(s, str) for s in servers):
-        items = [s.strip() for s in servers]
-    else:
-        raise KafkaConfigurationError(
-            "bootstrap_servers must be a 'host[:port]' string (comma separated) or a list "
-            f"of them, not {servers!r}"
-        )
-    if not items:
-        raise KafkaConfigurationError("bootstrap_servers is empty: give at least one host:port")
-    out: list[tuple[str, int]] = []
-    for item in items:
-        host: str
-        port_s: str | None
-        if item.startswith("["):
-            end = item.find("]")
-            if end < 0:
-                raise KafkaConfigurationError(f"bootstrap_servers entry {item!r}: missing ']'")
-            host = item[1:end]
-            rest = item[end + 1 :]
-            if rest and not rest.startswith(":"):
-                raise KafkaConfigurationError(f"bootstrap_servers entry {item!r} is malformed")
-            port_s = rest[1:] if rest else None
-        elif item.count(":") > 1:
-            host, port_s = item, None  # bare IPv6 address
-        elif ":" in item:
-            host, port_s = item.rsplit(":", 1)
-        else:
-            host, port_s = item, None
-        if not host:
-            raise KafkaConfigurationError(f"bootstrap_servers entry {item!r} has no host")
-        try:
-            port = int(port_s) if port_s else DEFAULT_PORT
-        except ValueError:
-            raise KafkaConfigurationError(
-                f"bootstrap_servers entry {item!r}: port {port_s!r} is not a number"
-            ) from None
-        if not 0 < port < 65536:
-            raise KafkaConfigurationError(f"bootstrap_servers entry {item!r}: port out of range")
-        out.append((host, port))
-    return out
 
 
 class KafkaClient:

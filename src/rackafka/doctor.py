@@ -39,10 +39,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rackafka.client import KafkaClient
+from rackafka.config import CLIENT, Settings, security_kwargs
 from rackafka.consumer import AIOKafkaConsumer
 from rackafka.errors import KafkaError
 from rackafka.helpers import create_ssl_context
-from rackafka.net.security import SecurityConfig
 from rackafka.protocol.apis.fetch import FETCH
 from rackafka.protocol.schema import UUID_ZERO
 from rackafka.structs import TopicPartition
@@ -122,11 +122,16 @@ async def run_doctor(
             ``sasl_plain_username``, ``sasl_plain_password``... as for the consumer.
     """
     report = DoctorReport()
-    client = KafkaClient(
-        bootstrap_servers,
-        client_id="rackafka-doctor",
-        security=SecurityConfig.create(**security),
+    # Checked as every client checks them (the security arguments become one object).
+    cfg = CLIENT.check(
+        {
+            "bootstrap_servers": bootstrap_servers,
+            "client_id": "rackafka-doctor",
+            "client_rack": client_rack,
+            **security,
+        }
     )
+    client = KafkaClient(**cfg.client_kwargs())
     try:
         client.want_all_topics()
         await client.bootstrap_cluster()
@@ -148,9 +153,7 @@ async def run_doctor(
         _coverage(report, cluster, topics, racks)
         if rack is not None:
             await _probe(report, client, cluster, topics, racks)
-            await _sample(
-                report, bootstrap_servers, cluster, topics, sample_seconds, sample_records, security
-            )
+            await _sample(report, cfg, cluster, topics, sample_seconds, sample_records)
         _judge(report)
     finally:
         await client.close()
@@ -327,24 +330,23 @@ async def _probe(
 
 async def _sample(
     report: DoctorReport,
-    bootstrap_servers: str | Sequence[str],
+    cfg: Settings,
     cluster: Any,
     topics: Sequence[str],
     seconds: float,
     per_partition: int,
-    security: Mapping[str, Any],
 ) -> None:
     tps = [TopicPartition(t, p) for t in topics for p in sorted(cluster.partitions.get(t) or {})]
     if not tps or seconds <= 0:
         report.sample = {"skipped": "nothing to read" if not tps else "--sample-seconds 0"}
         return
     consumer: AIOKafkaConsumer[bytes, bytes] = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap_servers,
-        client_id="rackafka-doctor",
+        bootstrap_servers=cfg["bootstrap_servers"],
+        client_id=cfg["client_id"],
         client_rack=report.client_rack,
         enable_auto_commit=False,
         auto_offset_reset="earliest",
-        **security,
+        **security_kwargs(cfg.security),
     )
     await consumer.start()
     try:

@@ -29,7 +29,8 @@ from rackafka.errors import KafkaConfigurationError
         ({"partitioner": "murmur2"}, "partitioner"),
         ({"enable_idempotence": True, "acks": 1}, "acks"),
         ({"enable_idempotence": "yes"}, "enable_idempotence"),
-        ({"client_rack": ""}, "client_rack"),
+        ({"client_rack": 5}, "client_rack"),
+        ({"client_rack": "", "rack_aware_partitioning": True}, "client_rack"),
         ({"rack_aware_partitioning": True}, "client_rack"),
         ({"rack_aware_partitioning": 1, "client_rack": "a"}, "rack_aware_partitioning"),
         (

@@ -5,22 +5,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import re
 import time
-import warnings
 from collections.abc import Callable, Iterable
 from typing import Any, Generic
 
 from typing_extensions import TypeVar
 
 from rackafka import __version__
-from rackafka._config import check_duration_ms as _duration
-from rackafka._config import check_positive as _positive
 from rackafka._lifecycle import AsyncRole, weak_method
 from rackafka.abc import ConsumerRebalanceListener
 from rackafka.client import KafkaClient
 from rackafka.cluster import ClusterMetadata
+from rackafka.consumer.config import CONSUMER, FETCHER_SETTINGS, GROUP_SETTINGS, check_topics
 from rackafka.consumer.fetcher import (
     READ_COMMITTED,
     READ_UNCOMMITTED,
@@ -31,13 +28,11 @@ from rackafka.errors import (
     ConsumerStoppedError,
     IllegalOperation,
     IllegalStateError,
-    KafkaConfigurationError,
     UnknownTopicOrPartitionError,
 )
 from rackafka.group.consumer_group import ConsumerGroupMember
 from rackafka.group.coordinator import GroupCoordinator
 from rackafka.group.strategy import resolve_assignors
-from rackafka.net.security import SecurityConfig
 from rackafka.structs import (
     ConsumerRecord,
     OffsetAndMetadata,
@@ -50,7 +45,6 @@ from rackafka.subscription import (
     COMMITTED,
     EARLIEST,
     LATEST,
-    NONE,
     PartitionState,
     SubscriptionState,
 )
@@ -63,9 +57,6 @@ log = logging.getLogger("rackafka.consumer")
 
 KT = TypeVar("KT", default=bytes)
 VT = TypeVar("VT", default=bytes)
-
-_ISOLATION = {"read_uncommitted": READ_UNCOMMITTED, "read_committed": READ_COMMITTED}
-_RESETS = (EARLIEST, LATEST, NONE)
 
 
 class _SubscribeArgumentsError(TypeError, ValueError):
@@ -101,8 +92,8 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
             ``rackafka.zones``; the choice is in ``rack_decision`` after ``start()``).
             Otherwise the rack (availability zone) of this consumer, sent in
             Fetch requests so that the leader can name a replica in the same
-            rack.  Default: ``None`` (read from leaders unless a broker's
-            replica selector names another replica anyway).
+            rack (``""`` is no rack).  Default: ``None`` (read from leaders unless a
+            broker's replica selector names another replica anyway).
         key_deserializer, value_deserializer: callables applied to raw key and
             value bytes (``None`` included).
         fetch_min_bytes: Fetch request limit, as in aiokafka (``fetch.min.bytes``).
@@ -241,202 +232,42 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
         group_remote_assignor: str | None = None,
         allow_auto_create_topics: bool = True,
     ) -> None:
-        if loop is not None:
-            # As aiokafka 0.14: deprecated, accepted; rackafka always uses the running loop.
-            warnings.warn(
-                "The loop argument is deprecated (as in aiokafka) and ignored: "
-                "the running event loop is used",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-        if client_id is not None and not isinstance(client_id, str):
-            raise KafkaConfigurationError(f"client_id must be a str, not {client_id!r}")
-        security = SecurityConfig.create(
-            security_protocol=security_protocol,
-            ssl_context=ssl_context,
-            sasl_mechanism=sasl_mechanism,
-            sasl_plain_username=sasl_plain_username,
-            sasl_plain_password=sasl_plain_password,
-            sasl_kerberos_service_name=sasl_kerberos_service_name,
-            sasl_kerberos_domain_name=sasl_kerberos_domain_name,
-            sasl_oauth_token_provider=sasl_oauth_token_provider,
-        )
-        if group_id is not None and (not isinstance(group_id, str) or not group_id):
-            raise KafkaConfigurationError(f"group_id must be a non-empty str, not {group_id!r}")
-        if group_instance_id is not None:
-            if not isinstance(group_instance_id, str) or not group_instance_id:
-                raise KafkaConfigurationError(
-                    f"group_instance_id must be a non-empty str, not {group_instance_id!r}"
-                )
-            if group_id is None:
-                raise KafkaConfigurationError("group_instance_id needs a group_id")
-        if rebalance_timeout_ms is not None:
-            rebalance_timeout_ms = _positive("rebalance_timeout_ms", rebalance_timeout_ms)
-        assignors = resolve_assignors(partition_assignment_strategy)
-        if isinstance(auto_offset_reset, str):
-            auto_offset_reset = auto_offset_reset.lower()  # as aiokafka: any case
-        if auto_offset_reset not in _RESETS:
-            raise KafkaConfigurationError(
-                f"auto_offset_reset must be one of 'earliest', 'latest', 'none', "
-                f"not {auto_offset_reset!r}"
-            )
-        if isolation_level not in _ISOLATION:
-            raise KafkaConfigurationError(
-                f"Incorrect isolation level {isolation_level}: isolation_level must be "
-                f"'read_uncommitted' or 'read_committed', not {isolation_level!r}"
-            )
-        if not isinstance(record_tuples, bool):
-            raise KafkaConfigurationError(f"record_tuples must be a bool, not {record_tuples!r}")
-        if record_tuples and (key_deserializer is not None or value_deserializer is not None):
-            raise KafkaConfigurationError(
-                "record_tuples cannot be used with key_deserializer or value_deserializer"
-            )
-        if client_rack is not None and not isinstance(client_rack, str):
-            raise KafkaConfigurationError(f"client_rack must be a str or None, not {client_rack!r}")
-        if max_poll_records is not None:
-            if not isinstance(max_poll_records, int):  # as aiokafka: no float here
-                raise KafkaConfigurationError(
-                    f"max_poll_records must be an int, not {max_poll_records!r}"
-                )
-            _positive("max_poll_records", max_poll_records)  # a ValueError, as aiokafka's
-        if api_version is not None:
-            # As aiokafka 0.13+: deprecated and a no-op (versions are always negotiated).
-            warnings.warn(
-                "The api_version parameter is deprecated (as in aiokafka) and ignored: "
-                "API versions are negotiated with each broker",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-        fetch_max_wait_ms = _positive("fetch_max_wait_ms", fetch_max_wait_ms, zero=True)
-        fetch_max_bytes = _positive("fetch_max_bytes", fetch_max_bytes)
-        fetch_min_bytes = _positive("fetch_min_bytes", fetch_min_bytes, zero=True)
-        max_partition_fetch_bytes = _positive(
-            "max_partition_fetch_bytes", max_partition_fetch_bytes
-        )
-        request_timeout_ms = _duration("request_timeout_ms", request_timeout_ms)
-        retry_backoff_ms = _duration("retry_backoff_ms", retry_backoff_ms, zero=True)
-        retry_backoff_max_ms = _positive("retry_backoff_max_ms", retry_backoff_max_ms, zero=True)
-        reconnect_backoff_ms = _positive("reconnect_backoff_ms", reconnect_backoff_ms, zero=True)
-        reconnect_backoff_max_ms = _positive(
-            "reconnect_backoff_max_ms", reconnect_backoff_max_ms, zero=True
-        )
-        metadata_max_age_ms = _duration("metadata_max_age_ms", metadata_max_age_ms)
-        consumer_timeout_ms = _duration("consumer_timeout_ms", consumer_timeout_ms, zero=True)
-        auto_commit_interval_ms = _duration("auto_commit_interval_ms", auto_commit_interval_ms)
-        max_poll_interval_ms = _duration("max_poll_interval_ms", max_poll_interval_ms)
-        session_timeout_ms = _positive("session_timeout_ms", session_timeout_ms)
-        heartbeat_interval_ms = _duration("heartbeat_interval_ms", heartbeat_interval_ms)
-        if connections_max_idle_ms is not None:  # None disables idle checks (aiokafka)
-            connections_max_idle_ms = _duration("connections_max_idle_ms", connections_max_idle_ms)
-        for name, flag in (
-            ("allow_auto_create_topics", allow_auto_create_topics),
-            ("enable_auto_commit", enable_auto_commit),
-            ("check_crcs", check_crcs),
-            ("exclude_internal_topics", exclude_internal_topics),
-        ):
-            if isinstance(flag, (str, bytes)):
-                raise KafkaConfigurationError(
-                    f"{name} must be a bool, not the string {flag!r} (which is always true)"
-                )
-        if group_id is not None and heartbeat_interval_ms >= session_timeout_ms:
-            raise KafkaConfigurationError(
-                f"heartbeat_interval_ms ({heartbeat_interval_ms}) must be lower than "
-                f"session_timeout_ms ({session_timeout_ms})"
-            )
-        group_protocol = _check_group_protocol(
-            group_protocol,
-            group_remote_assignor,
-            partition_assignment_strategy=partition_assignment_strategy,
-            session_timeout_ms=session_timeout_ms,
-            heartbeat_interval_ms=heartbeat_interval_ms,
-        )
-        for name, fn in (
-            ("key_deserializer", key_deserializer),
-            ("value_deserializer", value_deserializer),
-        ):
-            if fn is not None and not callable(fn):
-                raise KafkaConfigurationError(f"{name} must be callable, not {fn!r}")
-        for t in topics:
-            if not isinstance(t, str):
-                # As aiokafka: a TypeError (a list given as the one positional argument).
-                raise TypeError(
-                    f"topics must be strings given as separate arguments "
-                    f"(AIOKafkaConsumer('a', 'b', ...)), not {t!r}"
-                )
-            if not t:
-                raise KafkaConfigurationError("topics must be non-empty strings, not ''")
-        # Parses bootstrap_servers and raises on a bad one.
+        args = dict(locals())
+        del args["self"], args["topics"]
+        check_topics(topics)
+        # Every argument is checked by the consumer's table (rackafka.consumer.config).
+        cfg = CONSUMER.check(args)
+        client_rack = cfg["client_rack"]
+        group_id = cfg["group_id"]
+        session_timeout_ms = cfg["session_timeout_ms"]
         self._client = KafkaClient(
-            bootstrap_servers,
-            client_id=client_id,
-            metadata_max_age_ms=metadata_max_age_ms,
-            request_timeout_ms=request_timeout_ms,
-            retry_backoff_ms=retry_backoff_ms,
-            retry_backoff_max_ms=retry_backoff_max_ms,
-            reconnect_backoff_ms=reconnect_backoff_ms,
-            reconnect_backoff_max_ms=reconnect_backoff_max_ms,
-            connections_max_idle_ms=(
-                connections_max_idle_ms if connections_max_idle_ms is not None else 1 << 62
-            ),
+            **cfg.client_kwargs(),
             client_software_version=__version__,
-            security=security,
             # As aiokafka's consumer and Java's (allow.auto.create.topics=true): a broker
             # with auto.create.topics.enable creates a subscribed or assigned topic.
-            allow_auto_topic_creation=bool(allow_auto_create_topics),
+            allow_auto_topic_creation=cfg["allow_auto_create_topics"],
         )
         self._client_rack = client_rack
         #: With ``client_rack="auto"``: what was decided and why (after :meth:`start`).
         self.rack_decision: Any = None
-        self._request_timeout = request_timeout_ms / 1000
-        self._retry_backoff = retry_backoff_ms / 1000
-        self._max_poll_records = max_poll_records
-        self._exclude_internal = exclude_internal_topics
-        self._subs = SubscriptionState(auto_offset_reset)
+        self._request_timeout = cfg["request_timeout_ms"] / 1000
+        self._retry_backoff = cfg["retry_backoff_ms"] / 1000
+        self._max_poll_records = cfg["max_poll_records"]
+        self._exclude_internal = cfg["exclude_internal_topics"]
+        self._subs = SubscriptionState(cfg["auto_offset_reset"])
         self._group_id = group_id
         if group_id is not None:
             self._subs.initial_reset = COMMITTED
-        self._group_args: dict[str, Any] = {
-            "group_id": group_id,
-            "group_instance_id": group_instance_id,
-            "assignors": assignors,
-            "session_timeout_ms": session_timeout_ms,
-            # As aiokafka: None means session_timeout_ms (with the consumer protocol, as
-            # Java: max_poll_interval_ms).
-            "rebalance_timeout_ms": (
-                rebalance_timeout_ms
-                if rebalance_timeout_ms is not None
-                else math.ceil(max_poll_interval_ms)  # an int on the wire
-                if group_protocol == "consumer"
-                else session_timeout_ms
-            ),
-            "heartbeat_interval_ms": heartbeat_interval_ms,
-            "max_poll_interval_ms": max_poll_interval_ms,
-            "retry_backoff_ms": retry_backoff_ms,
-            "retry_backoff_max_ms": retry_backoff_max_ms,
-            "enable_auto_commit": bool(enable_auto_commit),
-            "auto_commit_interval_ms": auto_commit_interval_ms,
-            "client_rack": client_rack,
-            "exclude_internal_topics": exclude_internal_topics,
-        }
-        self._group_protocol = group_protocol
-        if group_protocol == "consumer":
-            self._group_args["server_assignor"] = group_remote_assignor
+        self._group_protocol = cfg["group_protocol"]
+        self._group_args = {n: cfg[n] for n in GROUP_SETTINGS}
+        self._group_args["assignors"] = resolve_assignors(cfg["partition_assignment_strategy"])
+        if self._group_protocol == "consumer":
+            self._group_args["server_assignor"] = cfg["group_remote_assignor"]
         self._coordinator: GroupCoordinator | None = None
-        self._fetcher_args: dict[str, Any] = {
-            "client_rack": client_rack,
-            "fetch_min_bytes": fetch_min_bytes,
-            "fetch_max_bytes": fetch_max_bytes,
-            "fetch_max_wait_ms": fetch_max_wait_ms,
-            "max_partition_fetch_bytes": max_partition_fetch_bytes,
-            "check_crcs": check_crcs,
-            "isolation_level": _ISOLATION[isolation_level],
-            "retry_backoff_ms": retry_backoff_ms,
-            "metadata_max_age_ms": metadata_max_age_ms,
-            "consumer_timeout_ms": consumer_timeout_ms,
-            "key_deserializer": key_deserializer,
-            "value_deserializer": value_deserializer,
-            "record_tuples": record_tuples,
-        }
+        self._fetcher_args = {n: cfg[n] for n in FETCHER_SETTINGS}
+        self._fetcher_args["isolation_level"] = (
+            READ_COMMITTED if cfg["isolation_level"] == "read_committed" else READ_UNCOMMITTED
+        )
         self._fetcher: Fetcher | None = None
         self._metadata_listener: Callable[[ClusterMetadata], Any] = self._on_metadata
         self._initial_topics = tuple(topics)
@@ -1163,43 +994,3 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
     def client_id(self) -> str:
         """The ``client_id`` sent in every request (a label of :mod:`rackafka.metrics`)."""
         return str(self._client.client_id)
-
-
-#: Settings of the classic protocol that the consumer protocol refuses (as Java does), with
-#: their defaults: the coordinator assigns and sets the session and heartbeat times.
-_CLASSIC_ONLY = {
-    "partition_assignment_strategy": None,
-    "session_timeout_ms": 10000,
-    "heartbeat_interval_ms": 3000,
-}
-
-
-def _check_group_protocol(group_protocol: Any, group_remote_assignor: Any, **classic: Any) -> str:
-    """Check ``group_protocol`` (Java's values, any case) and the settings it excludes."""
-    if not isinstance(group_protocol, str) or group_protocol.lower() not in (
-        "classic",
-        "consumer",
-    ):
-        raise KafkaConfigurationError(
-            f"group_protocol must be 'classic' or 'consumer', not {group_protocol!r}"
-        )
-    protocol = group_protocol.lower()
-    if group_remote_assignor is not None:
-        if protocol != "consumer":
-            raise KafkaConfigurationError(
-                "group_remote_assignor needs group_protocol='consumer' (the classic protocol "
-                "assigns on the client: use partition_assignment_strategy)"
-            )
-        if not isinstance(group_remote_assignor, str) or not group_remote_assignor:
-            raise KafkaConfigurationError(
-                f"group_remote_assignor must be a non-empty str, not {group_remote_assignor!r}"
-            )
-    if protocol == "consumer":
-        for name, value in classic.items():
-            if value != _CLASSIC_ONLY[name]:
-                raise KafkaConfigurationError(
-                    f"{name} is not supported with group_protocol='consumer': the group "
-                    "coordinator assigns partitions and sets the session timeout and "
-                    "heartbeat interval (choose its assignor with group_remote_assignor)"
-                )
-    return protocol

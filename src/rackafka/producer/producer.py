@@ -9,37 +9,28 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
-import warnings
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from rackafka import __version__
-from rackafka._config import INT32_MAX, check_callable, check_positive
 from rackafka._lifecycle import AsyncRole, weak_method
 from rackafka.client import KafkaClient
 from rackafka.errors import (
     IllegalOperation,
-    KafkaConfigurationError,
     KafkaError,
     KafkaTimeoutError,
     MessageSizeTooLargeError,
     ProducerClosed,
     UnknownTopicOrPartitionError,
 )
-from rackafka.net.security import SecurityConfig
 from rackafka.producer.accumulator import Accumulator, ProducerBatch
-from rackafka.producer.partitioner import DefaultPartitioner, StickyPartitioner, murmur2_partition
+from rackafka.producer.config import CODECS, DEFAULT_PARTITIONER, MISSING, PRODUCER
+from rackafka.producer.partitioner import StickyPartitioner, murmur2_partition
 from rackafka.producer.sender import ProducerIdState, ProduceStats, Sender
 from rackafka.producer.transaction_manager import IN_TRANSACTION, TransactionManager
-from rackafka.records.compression import (
-    CODEC_GZIP,
-    CODEC_LZ4,
-    CODEC_NONE,
-    CODEC_SNAPPY,
-    CODEC_ZSTD,
-)
 from rackafka.records.default_records import HEADER_SIZE
 from rackafka.structs import (
     OffsetAndMetadata,
@@ -54,22 +45,12 @@ log = logging.getLogger("rackafka.producer")
 KT = TypeVar("KT")
 VT = TypeVar("VT")
 
-_COMPRESSION = {
-    None: CODEC_NONE,
-    "gzip": CODEC_GZIP,
-    "snappy": CODEC_SNAPPY,
-    "lz4": CODEC_LZ4,
-    "zstd": CODEC_ZSTD,
-}
-_ACKS = {0: 0, 1: 1, -1: -1, "all": -1}
-_missing: Any = object()
 #: Bytes a record adds besides its key, value and headers (varints, attributes), at most.
 _RECORD_OVERHEAD = 21
 #: The size counted for a record without key, value and headers (in a batch of its own).
 _RECORD_BASE_SIZE = HEADER_SIZE + _RECORD_OVERHEAD
 _NO_HEADERS: tuple[tuple[str, bytes | None], ...] = ()
 _time_ns = time.time_ns
-_DEFAULT_PARTITIONER = DefaultPartitioner()
 #: Clean-ups of producers collected without ``stop()`` (kept until they end).
 _ABANDONED: set[asyncio.Task[None]] = set()
 
@@ -248,8 +229,16 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
         request_timeout_ms: how long a request may wait for its response; also the
             time a record may take to be delivered.  Default: 40000.
         retry_backoff_ms: pause before retrying after an error.  Default: 100.
+        retry_backoff_max_ms: the longest such pause (metadata refreshes that follow
+            each other double their pause up to it, with 20 % jitter: KIP-580).  A
+            rackafka extension (Java's name), as in the consumer.  Default: 1000.
+        reconnect_backoff_ms, reconnect_backoff_max_ms: pause before connecting again
+            to a broker whose connection failed, doubling per failure in a row up to the
+            maximum, with 20 % jitter (KIP-144).  rackafka extensions (Java's names), as
+            in the consumer.  Defaults: 50 and 1000.
         metadata_max_age_ms: metadata refresh period.  Default: 300000.
-        connections_max_idle_ms: idle connections are closed after this.
+        connections_max_idle_ms: idle connections are closed after this (``None``:
+            never, as in aiokafka).  Default: 540000.
         enable_idempotence: the broker stores each record exactly once even when
             sends are retried (producer id and sequence numbers).  Needs
             ``acks="all"``.  Default: ``False``.
@@ -259,10 +248,11 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
         transaction_timeout_ms: how long the coordinator waits for a transaction to
             end before aborting it.  Default: 60000.
         security_protocol, ssl_context, sasl_*: as in the consumer.
-        client_rack: the rack (availability zone) of this producer; ``"auto"`` finds
-            it at :meth:`start` as the consumer does (``RACKAFKA_CLIENT_RACK``, else
-            the zone the platform reports that is a broker's rack; see
-            ``rackafka.zones``), and ``rack_decision`` tells what was chosen and why.
+        client_rack: the rack (availability zone) of this producer (``""`` is no rack,
+            as ``None``); ``"auto"`` finds it at :meth:`start` as the consumer does
+            (``RACKAFKA_CLIENT_RACK``, else the zone the platform reports that is a
+            broker's rack; see ``rackafka.zones``), and ``rack_decision`` tells what was
+            chosen and why.
         rack_aware_partitioning: with ``client_rack``, send keyless records to
             partitions whose leader is in the same rack when there are any (a
             rackafka extension in the spirit of KIP-1123).  Default: ``False``.
@@ -278,21 +268,24 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
         loop: Any = None,
         bootstrap_servers: str | list[str] = "localhost",
         client_id: str | None = None,
-        metadata_max_age_ms: int = 300000,
-        request_timeout_ms: int = 40000,
+        metadata_max_age_ms: float = 300000,
+        request_timeout_ms: float = 40000,
         api_version: Any = None,
-        acks: Any = _missing,
+        acks: Any = MISSING,
         key_serializer: Callable[[Any], bytes | None] | None = None,
         value_serializer: Callable[[Any], bytes | None] | None = None,
         compression_type: str | None = None,
         max_batch_size: int = 16384,
-        partitioner: Callable[[bytes | None, list[int], list[int]], int] = _DEFAULT_PARTITIONER,
+        partitioner: Callable[[bytes | None, list[int], list[int]], int] = DEFAULT_PARTITIONER,
         max_request_size: int = 1048576,
         linger_ms: int = 0,
-        retry_backoff_ms: int = 100,
+        retry_backoff_ms: float = 100,
+        retry_backoff_max_ms: int = 1000,
+        reconnect_backoff_ms: int = 50,
+        reconnect_backoff_max_ms: int = 1000,
         security_protocol: str = "PLAINTEXT",
         ssl_context: Any = None,
-        connections_max_idle_ms: int = 540000,
+        connections_max_idle_ms: float | None = 540000,
         enable_idempotence: bool = False,
         transactional_id: str | None = None,
         transaction_timeout_ms: int = 60000,
@@ -305,117 +298,33 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
         client_rack: str | None = None,
         rack_aware_partitioning: bool = False,
     ) -> None:
-        if loop is not None:
-            warnings.warn(
-                "The loop argument is deprecated (as in aiokafka) and ignored",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-        if api_version is not None:
-            warnings.warn(
-                "The api_version argument is deprecated (as in aiokafka) and ignored: "
-                "versions are negotiated",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-        security = SecurityConfig.create(
-            security_protocol=security_protocol,
-            ssl_context=ssl_context,
-            sasl_mechanism=sasl_mechanism,
-            sasl_plain_username=sasl_plain_username,
-            sasl_plain_password=sasl_plain_password,
-            sasl_kerberos_service_name=sasl_kerberos_service_name,
-            sasl_kerberos_domain_name=sasl_kerberos_domain_name,
-            sasl_oauth_token_provider=sasl_oauth_token_provider,
-        )
-        if acks is not _missing and (isinstance(acks, bool) or acks not in _ACKS):
-            raise KafkaConfigurationError(f"acks must be 0, 1, -1 or 'all', not {acks!r}")
-        if compression_type not in _COMPRESSION:
-            raise KafkaConfigurationError(
-                "compression_type must be None, 'gzip', 'snappy', 'lz4' or 'zstd', "
-                f"not {compression_type!r}"
-            )
-        for name, value, zero in (
-            ("metadata_max_age_ms", metadata_max_age_ms, False),
-            ("request_timeout_ms", request_timeout_ms, False),
-            ("max_batch_size", max_batch_size, False),
-            ("max_request_size", max_request_size, False),
-            ("linger_ms", linger_ms, True),
-            ("retry_backoff_ms", retry_backoff_ms, True),
-            ("connections_max_idle_ms", connections_max_idle_ms, False),
-            ("transaction_timeout_ms", transaction_timeout_ms, False),
-        ):
-            check_positive(name, value, zero=zero)
-        check_callable("key_serializer", key_serializer)
-        check_callable("value_serializer", value_serializer)
-        if not callable(partitioner):
-            raise KafkaConfigurationError(f"partitioner must be callable, not {partitioner!r}")
-        if client_id is not None and not isinstance(client_id, str):
-            raise KafkaConfigurationError(f"client_id must be a str, not {client_id!r}")
-        if client_rack is not None and (not isinstance(client_rack, str) or not client_rack):
-            raise KafkaConfigurationError(
-                f"client_rack must be a non-empty str or None, not {client_rack!r}"
-            )
-        if not isinstance(rack_aware_partitioning, bool):
-            raise KafkaConfigurationError(
-                f"rack_aware_partitioning must be a bool, not {rack_aware_partitioning!r}"
-            )
-        if rack_aware_partitioning and client_rack is None:
-            raise KafkaConfigurationError("rack_aware_partitioning=True needs client_rack")
-        if rack_aware_partitioning and partitioner is not _DEFAULT_PARTITIONER:
-            raise KafkaConfigurationError(
-                "rack_aware_partitioning applies to the default partitioner only: "
-                "leave partitioner at its default"
-            )
-        if transactional_id is not None:
-            if not isinstance(transactional_id, str) or not transactional_id:
-                raise KafkaConfigurationError(
-                    f"transactional_id must be a non-empty str, not {transactional_id!r}"
-                )
-            enable_idempotence = True  # as aiokafka and Kafka: transactions are idempotent
-        else:
-            transaction_timeout_ms = INT32_MAX  # as aiokafka
-        if not isinstance(enable_idempotence, bool):
-            raise KafkaConfigurationError(
-                f"enable_idempotence must be a bool, not {enable_idempotence!r}"
-            )
-        if enable_idempotence:
-            if acks is _missing:
-                acks = -1
-            elif _ACKS[acks] != -1:
-                raise KafkaConfigurationError(
-                    f"acks={acks!r} not supported with enable_idempotence=True: use 'all'"
-                )
-        if acks is _missing:
-            acks = 1
-        if client_id is None:
+        args = dict(locals())
+        del args["self"]
+        # Every argument is checked by the producer's table (rackafka.producer.config).
+        cfg = PRODUCER.check(args)
+        if cfg["client_id"] is None:
             AIOKafkaProducer._client_seq += 1
-            client_id = f"rackafka-producer-{AIOKafkaProducer._client_seq}"
+            cfg["client_id"] = f"rackafka-producer-{AIOKafkaProducer._client_seq}"
         self._client = KafkaClient(
-            bootstrap_servers,
-            client_id=client_id,
-            metadata_max_age_ms=metadata_max_age_ms,
-            request_timeout_ms=request_timeout_ms,
-            retry_backoff_ms=retry_backoff_ms,
-            connections_max_idle_ms=connections_max_idle_ms,
+            **cfg.client_kwargs(),
             client_software_version=__version__,
-            security=security,
             allow_auto_topic_creation=True,  # as the Java client's and aiokafka's producers
         )
-        self._acks = _ACKS[acks]
-        self._compression = _COMPRESSION[compression_type]
-        self._key_serializer = key_serializer
-        self._value_serializer = value_serializer
-        self._max_batch_size = max_batch_size
-        self._max_request_size = max_request_size
-        self._linger = linger_ms / 1000
-        self._request_timeout_ms = request_timeout_ms
-        self._request_timeout = request_timeout_ms / 1000
-        self._retry_backoff = retry_backoff_ms / 1000
+        self._acks = cfg["acks"]
+        self._compression = CODECS[cfg["compression_type"]]
+        self._key_serializer = cfg["key_serializer"]
+        self._value_serializer = cfg["value_serializer"]
+        self._max_batch_size = cfg["max_batch_size"]
+        self._max_request_size = cfg["max_request_size"]
+        self._linger = cfg["linger_ms"] / 1000
+        # Sent on the wire (Produce's timeout): an int.
+        self._request_timeout_ms = math.ceil(cfg["request_timeout_ms"])
+        self._request_timeout = cfg["request_timeout_ms"] / 1000
+        self._retry_backoff = cfg["retry_backoff_ms"] / 1000
         self._partitioner = partitioner
-        self._default_partitioner = partitioner is _DEFAULT_PARTITIONER
-        self._client_rack = client_rack
-        self._rack_aware = rack_aware_partitioning
+        self._default_partitioner = partitioner is DEFAULT_PARTITIONER
+        client_rack = self._client_rack = cfg["client_rack"]
+        rack_aware_partitioning = self._rack_aware = cfg["rack_aware_partitioning"]
         #: With ``client_rack="auto"``: what was decided and why (after :meth:`start`).
         self.rack_decision: RackDecision | None = None
         self._sticky = StickyPartitioner(
@@ -423,8 +332,8 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
             weak_method(self._leader_rack),
         )
         self._pid_state = (
-            ProducerIdState(transactional_id, transaction_timeout_ms)
-            if enable_idempotence
+            ProducerIdState(cfg["transactional_id"], cfg["transaction_timeout_ms"])
+            if cfg["enable_idempotence"]
             else None
         )
         self._txn: TransactionManager | None = None

@@ -16,7 +16,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from rackafka.config import CLIENT, Table
+from rackafka.consumer.config import CONSUMER
 from rackafka.errors import KafkaConfigurationError
+from rackafka.spark.errors import InvalidOptionError
 from rackafka.spark.security import SECURITY_OPTIONS, SecuritySettings, parse_security
 from rackafka.zones.detect import AUTO_RACK
 
@@ -50,37 +53,43 @@ EARLIEST = -2
 LATEST = -1
 
 
-class InvalidOptionError(KafkaConfigurationError, ValueError):
-    """An option of the ``rackafka`` source is unknown, missing or has an invalid value.
+def kafka_options(table: Table, keywords: Iterable[str]) -> dict[str, str]:
+    """The Spark options (``kafka.`` + the Java client's name) of settings of ``table``,
+    mapped to their keywords."""
+    return {f"kafka.{table[k].java}": k for k in keywords}
 
-    The message names the option.
-    """
 
-
-#: Kafka settings (``kafka.`` + the Java client's name) that both the consumer and the
-#: producer take, mapped to their keywords, with the type the value is converted to.
-CLIENT_OPTIONS: dict[str, tuple[str, type]] = {
-    "kafka.client.id": ("client_id", str),
-    "kafka.request.timeout.ms": ("request_timeout_ms", int),
-    "kafka.retry.backoff.ms": ("retry_backoff_ms", int),
-    "kafka.metadata.max.age.ms": ("metadata_max_age_ms", int),
-    "kafka.connections.max.idle.ms": ("connections_max_idle_ms", int),
-}
+#: Kafka settings that both the consumer and the producer take, and their keywords.
+CLIENT_OPTIONS = kafka_options(
+    CLIENT,
+    (
+        "client_id",
+        "request_timeout_ms",
+        "retry_backoff_ms",
+        "retry_backoff_max_ms",
+        "reconnect_backoff_ms",
+        "reconnect_backoff_max_ms",
+        "metadata_max_age_ms",
+        "connections_max_idle_ms",
+    ),
+)
 
 # Kafka consumer settings that the tasks' consumers take: the common ones and these.
-_CONSUMER_OPTIONS: dict[str, tuple[str, type]] = {
+_CONSUMER_OPTIONS = {
     **CLIENT_OPTIONS,
-    "kafka.isolation.level": ("isolation_level", str),
-    "kafka.fetch.max.bytes": ("fetch_max_bytes", int),
-    "kafka.fetch.min.bytes": ("fetch_min_bytes", int),
-    "kafka.fetch.max.wait.ms": ("fetch_max_wait_ms", int),
-    "kafka.max.partition.fetch.bytes": ("max_partition_fetch_bytes", int),
-    "kafka.max.poll.records": ("max_poll_records", int),
-    "kafka.retry.backoff.max.ms": ("retry_backoff_max_ms", int),
-    "kafka.reconnect.backoff.ms": ("reconnect_backoff_ms", int),
-    "kafka.reconnect.backoff.max.ms": ("reconnect_backoff_max_ms", int),
-    "kafka.check.crcs": ("check_crcs", bool),
-    "kafka.exclude.internal.topics": ("exclude_internal_topics", bool),
+    **kafka_options(
+        CONSUMER,
+        (
+            "isolation_level",
+            "fetch_max_bytes",
+            "fetch_min_bytes",
+            "fetch_max_wait_ms",
+            "max_partition_fetch_bytes",
+            "max_poll_records",
+            "check_crcs",
+            "exclude_internal_topics",
+        ),
+    ),
 }
 
 # Kafka consumer properties that the source sets itself and refuses, as Spark's source does.
@@ -550,6 +559,18 @@ def _pattern(value: str) -> str:
     return pattern
 
 
+def kafka_option(table: Table, keyword: str, option: str, value: str) -> Any:
+    """The value of ``option`` (setting ``keyword`` of ``table``) given as text, checked.
+
+    Raises:
+        InvalidOptionError: the table refused it (the message names the option).
+    """
+    try:
+        return table.from_text(keyword, value, option)
+    except KafkaConfigurationError as exc:
+        raise InvalidOptionError(*exc.args) from None
+
+
 def _consumer_option(
     key: str, value: str, consumer: dict[str, Any], ignored: dict[str, str]
 ) -> None:
@@ -558,53 +579,28 @@ def _consumer_option(
     if key in IGNORED_CONSUMER_OPTIONS:
         ignored[key] = IGNORED_CONSUMER_OPTIONS[key]
         return
-    spec = _CONSUMER_OPTIONS.get(key)
-    if spec is None:
+    keyword = _CONSUMER_OPTIONS.get(key)
+    if keyword is None:
         # Spark hands every kafka.* option to the Java consumer, which only warns about
         # names it does not know; so does this source.
         ignored[key] = "not a Kafka consumer setting rackafka knows"
         return
-    keyword, kind = spec
-    if kind is int:
-        consumer[keyword] = int_option(key, value, 0)
-    elif kind is bool:
-        consumer[keyword] = bool_option(key, value)
-    else:
-        consumer[keyword] = value.strip()
-    if keyword == "security_protocol":
-        consumer[keyword] = consumer[keyword].upper()
-    if keyword == "isolation_level":
-        consumer[keyword] = consumer[keyword].lower()
-        if consumer[keyword] not in ("read_uncommitted", "read_committed"):
-            raise InvalidOptionError(
-                f"option {key} must be 'read_uncommitted' or 'read_committed', not {value!r}"
-            )
+    consumer[keyword] = kafka_option(CONSUMER, keyword, key, value)
 
 
-def check_client_options(
-    client: Any, servers: str, kwargs: Mapping[str, Any], options: Mapping[str, str], what: str
-) -> None:
-    """Let ``client`` (the consumer or producer class) judge the values (ranges,
-    combinations); its error names the option (``options``: keyword to option name).
+def check_client_options(table: Table, servers: str, kwargs: Mapping[str, Any]) -> None:
+    """Check the client keywords of a read or write with ``table`` (the consumer's or the
+    producer's): the client's own checks, each message naming the ``kafka.*`` option
+    (``kafka.`` + the Java client's name) instead of the keyword.
 
     Raises:
-        InvalidOptionError: the client refused a value.
+        InvalidOptionError: the table refused a value or a combination.
     """
+    names = {keyword: f"kafka.{s.java}" for keyword, s in table.items() if s.java}
     try:
-        client(bootstrap_servers=servers, **kwargs)
+        table.check({"bootstrap_servers": servers, **kwargs}, names)
     except KafkaConfigurationError as exc:
-        message = str(exc).removeprefix("KafkaConfigurationError: ")
-        names = {"bootstrap_servers": "kafka.bootstrap.servers", **options}
-        for keyword, option in names.items():
-            message = re.sub(rf"\b{keyword}\b", option, message)
-        raise InvalidOptionError(f"invalid Kafka {what} option: {message}") from None
-
-
-def _check_consumer(servers: str, consumer: dict[str, Any]) -> None:
-    from rackafka.consumer.consumer import AIOKafkaConsumer
-
-    names = {keyword: option for option, (keyword, _kind) in _CONSUMER_OPTIONS.items()}
-    check_client_options(AIOKafkaConsumer, servers, consumer, names, "consumer")
+        raise InvalidOptionError(*exc.args) from None
 
 
 _warned: set[tuple[str, str]] = set()
@@ -718,7 +714,8 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
         min_partitions = int_option("minpartitions", opts["minpartitions"], 1)
 
     security = parse_security(opts, servers)
-    _check_consumer(servers, {**consumer, **(security.consumer_kwargs() if security else {})})
+    kwargs = {**consumer, **(security.consumer_kwargs() if security else {})}
+    check_client_options(CONSUMER, servers, kwargs)
     rack_setting = opts.get("kafka.client.rack", RACK_FROM_ENV).strip()
     client_rack: str | None = rack_setting or None
 

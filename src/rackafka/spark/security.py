@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from rackafka.errors import KafkaConfigurationError
+from rackafka.spark.errors import InvalidOptionError
 
 __all__ = ["SECURITY_OPTIONS", "SecuritySettings", "parse_security"]
 
@@ -64,12 +64,6 @@ _SECRET = (
 _JAAS_OPTION = re.compile(r'\s*([A-Za-z_][\w.]*)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;"]+))')
 
 
-def _error(message: str) -> KafkaConfigurationError:
-    from rackafka.spark.options import InvalidOptionError
-
-    return InvalidOptionError(message)
-
-
 def parse_jaas(text: str) -> tuple[str, dict[str, str]]:
     """Split a JAAS line (``Module required key="value" ...;``) into the module and options.
 
@@ -81,7 +75,7 @@ def parse_jaas(text: str) -> tuple[str, dict[str, str]]:
         body = body[:-1].rstrip()
     head = re.match(r"([\w.$]+)\s+(required|requisite|sufficient|optional)\b", body)
     if head is None:
-        raise _error(
+        raise InvalidOptionError(
             "option kafka.sasl.jaas.config must look like "
             '\'<LoginModule class> required username="..." password="...";\''
         )
@@ -92,7 +86,7 @@ def parse_jaas(text: str) -> tuple[str, dict[str, str]]:
     while rest[pos:].strip():
         found = _JAAS_OPTION.match(rest, pos)
         if found is None:
-            raise _error(
+            raise InvalidOptionError(
                 f"option kafka.sasl.jaas.config: cannot read the options of {module} "
                 '(write key="value" pairs separated by spaces)'
             )
@@ -177,7 +171,7 @@ class SecuritySettings:
             if self.ca_pkcs12 and self.ca_file:
                 cas = _pkcs12(self.ca_file, self.truststore_password, "truststore")[2]
                 if not cas:
-                    raise _error(
+                    raise InvalidOptionError(
                         "option kafka.ssl.truststore.location: the PKCS12 store holds no "
                         "certificate"
                     )
@@ -185,7 +179,7 @@ class SecuritySettings:
             else:
                 context = create_ssl_context(cafile=self.ca_file, cadata=self.ca_pem)
         except (OSError, ssl.SSLError) as exc:
-            raise _error(
+            raise InvalidOptionError(
                 "option kafka.ssl.truststore.*: cannot load the CA certificates "
                 f"({type(exc).__name__}: {getattr(exc, 'strerror', None) or exc})"
             ) from None
@@ -195,7 +189,7 @@ class SecuritySettings:
                 if self.cert_file and self.cert_pkcs12:
                     key, cert, chain = _pkcs12(self.cert_file, self.key_password, "keystore")
                     if key is None or cert is None:
-                        raise _error(
+                        raise InvalidOptionError(
                             "option kafka.ssl.keystore.location: the PKCS12 store holds no "
                             "private key with its certificate"
                         )
@@ -207,7 +201,7 @@ class SecuritySettings:
                 else:
                     _load_pem_chain(context, self.cert_pem or "", self.key_pem, self.key_password)
             except (OSError, ssl.SSLError) as exc:
-                raise _error(
+                raise InvalidOptionError(
                     "option kafka.ssl.keystore.*: cannot load the client certificate and key "
                     f"({type(exc).__name__}; is kafka.ssl.key.password right?)"
                 ) from None
@@ -239,7 +233,7 @@ def _pkcs12(path: str, password: str | None, store: str) -> tuple[Any, str | Non
         from cryptography.hazmat.primitives import serialization
         from cryptography.hazmat.primitives.serialization import pkcs12
     except ImportError:
-        raise _error(
+        raise InvalidOptionError(
             f"option kafka.ssl.{store}.type=PKCS12 needs the cryptography package "
             "(pip install 'rackafka[spark]')"
         ) from None
@@ -250,7 +244,7 @@ def _pkcs12(path: str, password: str | None, store: str) -> tuple[Any, str | Non
             data, password.encode() if password else None
         )
     except (ValueError, TypeError):
-        raise _error(
+        raise InvalidOptionError(
             f"option kafka.ssl.{store}.location: cannot read the PKCS12 store (is "
             f"kafka.ssl.{store}.password right?)"
         ) from None
@@ -293,7 +287,7 @@ def _store_type(opts: Mapping[str, str], store: str) -> str:
         return kind
     name = os.path.basename(location) or f"{store}.jks"
     stem = name.rsplit(".", 1)[0]
-    raise _error(
+    raise InvalidOptionError(
         f"option kafka.ssl.{store}: a {kind} store cannot be read from Python; convert it "
         f"to PKCS12 (keytool -importkeystore -srckeystore {name} -destkeystore {stem}.p12 "
         f"-deststoretype PKCS12) and set kafka.ssl.{store}.type=PKCS12, or give PEM "
@@ -314,7 +308,7 @@ def parse_security(opts: Mapping[str, str], bootstrap_servers: str) -> SecurityS
         return None
     protocol = opts.get("kafka.security.protocol", "PLAINTEXT").strip().upper()
     if protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
-        raise _error(
+        raise InvalidOptionError(
             "option kafka.security.protocol must be PLAINTEXT, SSL, SASL_PLAINTEXT or "
             f"SASL_SSL, not {opts['kafka.security.protocol']!r}"
         )
@@ -322,7 +316,7 @@ def parse_security(opts: Mapping[str, str], bootstrap_servers: str) -> SecurityS
     keystore_type = _store_type(opts, "keystore")
     algorithm = opts.get("kafka.ssl.endpoint.identification.algorithm", "https").strip().lower()
     if algorithm not in ("https", ""):
-        raise _error(
+        raise InvalidOptionError(
             "option kafka.ssl.endpoint.identification.algorithm must be 'https' (verify the "
             f"broker's host name, the default) or empty (do not), not {algorithm!r}"
         )
@@ -330,7 +324,7 @@ def parse_security(opts: Mapping[str, str], bootstrap_servers: str) -> SecurityS
     cert_pem = opts.get("kafka.ssl.keystore.certificate.chain", "").strip() or None
     key_pem = opts.get("kafka.ssl.keystore.key", "").strip() or None
     if keystore and cert_pem:
-        raise _error(
+        raise InvalidOptionError(
             "options kafka.ssl.keystore.location and kafka.ssl.keystore.certificate.chain "
             "both give a client certificate: keep one"
         )
@@ -376,7 +370,7 @@ def _parse_sasl(
     out: dict[str, Any] = {"sasl_mechanism": mechanism}
     if mechanism == "AWS_MSK_IAM" or handler in (_IAM_HANDLER, _IAM_CLIENT_HANDLER):
         if module and module not in (_IAM_MODULE, _OAUTH_MODULE):
-            raise _error(
+            raise InvalidOptionError(
                 f"option kafka.sasl.jaas.config: MSK IAM needs {_IAM_MODULE} or "
                 f"{_OAUTH_MODULE}, not {module}"
             )
@@ -391,7 +385,7 @@ def _parse_sasl(
             or region_from_bootstrap(bootstrap_servers)
         )
         if not out["aws_region"]:
-            raise _error(
+            raise InvalidOptionError(
                 "MSK IAM: the AWS region is unknown; set option rackafka.aws.region "
                 "(or AWS_REGION on every node)"
             )
@@ -400,31 +394,33 @@ def _parse_sasl(
         out["aws_role_session_name"] = jaas_options.get("awsRoleSessionName")
         return out
     if handler:
-        raise _error(
+        raise InvalidOptionError(
             f"option kafka.sasl.*.callback.handler.class={handler!r} is a Java class; "
             "rackafka knows only the MSK IAM handlers"
         )
     if mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
         expected = _PLAIN_MODULE if mechanism == "PLAIN" else _SCRAM_MODULE
         if not module:
-            raise _error(
+            raise InvalidOptionError(
                 f"kafka.sasl.mechanism={mechanism} needs option kafka.sasl.jaas.config: "
                 f'{expected} required username="..." password="...";'
             )
         if module != expected:
-            raise _error(
+            raise InvalidOptionError(
                 f"option kafka.sasl.jaas.config: kafka.sasl.mechanism={mechanism} needs "
                 f"{expected}, not {module}"
             )
         for key in ("username", "password"):
             if not jaas_options.get(key):
-                raise _error(f'option kafka.sasl.jaas.config has no {key}="..."')
+                raise InvalidOptionError(f'option kafka.sasl.jaas.config has no {key}="..."')
         out["username"] = jaas_options["username"]
         out["password"] = jaas_options["password"]
         return out
     if mechanism == "GSSAPI":
         if module and module != _KERBEROS_MODULE:
-            raise _error(f"option kafka.sasl.jaas.config: GSSAPI needs {_KERBEROS_MODULE}")
+            raise InvalidOptionError(
+                f"option kafka.sasl.jaas.config: GSSAPI needs {_KERBEROS_MODULE}"
+            )
         out["kerberos_service_name"] = (
             opts.get("kafka.sasl.kerberos.service.name", "").strip()
             or jaas_options.get("serviceName")
@@ -432,13 +428,13 @@ def _parse_sasl(
         )
         return out
     if mechanism == "OAUTHBEARER":
-        raise _error(
+        raise InvalidOptionError(
             "kafka.sasl.mechanism=OAUTHBEARER: the Spark source can get tokens only from "
             f"Amazon MSK IAM (kafka.sasl.login.callback.handler.class={_IAM_HANDLER}); "
             "for other identity providers use AIOKafkaConsumer with a "
             "sasl_oauth_token_provider"
         )
-    raise _error(
+    raise InvalidOptionError(
         "option kafka.sasl.mechanism must be PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, GSSAPI, "
         f"OAUTHBEARER (MSK IAM) or AWS_MSK_IAM, not {mechanism!r}"
     )

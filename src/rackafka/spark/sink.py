@@ -23,14 +23,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rackafka.errors import KafkaConfigurationError
+from rackafka.producer.config import PRODUCER
+from rackafka.spark.errors import InvalidOptionError
 from rackafka.spark.options import (
     CLIENT_OPTIONS,
     RACK_AUTO,
     RACK_FROM_ENV,
-    InvalidOptionError,
-    bool_option,
     check_client_options,
-    int_option,
+    kafka_option,
+    kafka_options,
     resolve_client_rack,
     warn_ignored,
 )
@@ -41,16 +42,20 @@ __all__ = ["SinkOptions", "check_sink_columns", "parse_sink_options", "write_row
 
 log = logging.getLogger("rackafka.spark")
 
-# Kafka producer settings (``kafka.`` + the Java client's name) and the AIOKafkaProducer
-# keyword each becomes, with the type of its value.
-_PRODUCER_OPTIONS: dict[str, tuple[str, type]] = {
+# Kafka producer settings that the tasks' producers take: the common ones and these.
+_PRODUCER_OPTIONS = {
     **CLIENT_OPTIONS,
-    "kafka.acks": ("acks", str),
-    "kafka.compression.type": ("compression_type", str),
-    "kafka.batch.size": ("max_batch_size", int),
-    "kafka.linger.ms": ("linger_ms", int),
-    "kafka.max.request.size": ("max_request_size", int),
-    "kafka.enable.idempotence": ("enable_idempotence", bool),
+    **kafka_options(
+        PRODUCER,
+        (
+            "acks",
+            "compression_type",
+            "max_batch_size",
+            "linger_ms",
+            "max_request_size",
+            "enable_idempotence",
+        ),
+    ),
 }
 
 # Refused as Spark's sink refuses them: the sink writes bytes and owns the serializers.
@@ -101,25 +106,6 @@ class SinkOptions:
         return out
 
 
-def _producer_option(key: str, value: str, out: dict[str, Any]) -> None:
-    keyword, kind = _PRODUCER_OPTIONS[key]
-    text = value.strip()
-    if kind is int:
-        out[keyword] = int_option(key, value, 0)
-    elif kind is bool:
-        out[keyword] = bool_option(key, value)
-    elif keyword == "acks":
-        acks = {"0": 0, "1": 1, "-1": "all", "all": "all"}.get(text.lower())
-        if acks is None:
-            raise InvalidOptionError(f"option {key} must be 0, 1, -1 or all, not {value!r}")
-        out[keyword] = acks
-    elif keyword == "compression_type":
-        lowered = text.lower()
-        out[keyword] = None if lowered == "none" else lowered
-    else:
-        out[keyword] = text
-
-
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     """Check the options of a write (any case) and turn them into :class:`SinkOptions`.
 
@@ -141,7 +127,8 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         if key in _OWNED_BY_SINK:
             raise InvalidOptionError(f"option {key} is not supported: {_OWNED_BY_SINK[key]}")
         if key in _PRODUCER_OPTIONS:
-            _producer_option(key, opts[key], producer)
+            keyword = _PRODUCER_OPTIONS[key]
+            producer[keyword] = kafka_option(PRODUCER, keyword, key, opts[key])
         elif key.startswith("kafka."):
             ignored[key] = "not a Kafka producer setting rackafka knows"
         else:
@@ -158,7 +145,8 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
             f"option rackafka.rackAwarePartitioning must be 'true' or 'false', not {aware!r}"
         )
     security = parse_security(opts, servers)
-    _check_producer(servers, {**producer, **(security.consumer_kwargs() if security else {})})
+    kwargs = {**producer, **(security.consumer_kwargs() if security else {})}
+    check_client_options(PRODUCER, servers, kwargs)
     warn_ignored(ignored)
     return SinkOptions(
         bootstrap_servers=servers,
@@ -170,13 +158,6 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         ignored=tuple(sorted(ignored.items())),
         metrics_path=opts.get("rackafka.metricspath", "").strip() or None,
     )
-
-
-def _check_producer(servers: str, kwargs: dict[str, Any]) -> None:
-    from rackafka.producer.producer import AIOKafkaProducer
-
-    names = {keyword: option for option, (keyword, _kind) in _PRODUCER_OPTIONS.items()}
-    check_client_options(AIOKafkaProducer, servers, kwargs, names, "producer")
 
 
 # Spark's SQL type names of the columns the sink takes.
