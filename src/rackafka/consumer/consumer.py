@@ -430,6 +430,7 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
             "check_crcs": check_crcs,
             "isolation_level": _ISOLATION[isolation_level],
             "retry_backoff_ms": retry_backoff_ms,
+            "retry_backoff_max_ms": retry_backoff_max_ms,
             "metadata_max_age_ms": metadata_max_age_ms,
             "consumer_timeout_ms": consumer_timeout_ms,
             "key_deserializer": key_deserializer,
