@@ -200,8 +200,8 @@ class ReadReplicaPolicy(Generic[K]):
     missing from metadata, backing off, too old, its connection fails or times out, or it answers
     with a partition error.  Each failed redirect, and each retriable error from the leader,
     makes the partition wait by :class:`~rackafka._backoff.BackoffPolicy`: ``backoff_s *
-    2 ** (n - 1)`` seconds (at most ``max_backoff_s``, times the ``jitter`` factor), where
-    ``n`` counts such failures in a row; any error-free response without a redirect resets
+    2 ** (n - 1)`` seconds times a ``jitter`` factor, at most ``max_backoff_s``, where ``n``
+    counts such failures in a row; any error-free response without a redirect resets
     ``n``.  So a leader that keeps naming a dead replica gets about one fetch per
     ``max_backoff_s``, not thousands per second, while a healthy redirect costs nothing.
 
