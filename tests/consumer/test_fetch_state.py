@@ -93,7 +93,9 @@ def test_broker_failure_waits_the_first_backoff_and_lookups_double() -> None:
     assert waits[2] == pytest.approx(0.4, rel=0.21)
     assert waits[-1] <= 1.0  # capped at retry_backoff_max_ms
     broker.backoff.reset()
-    assert broker.backoff.next(0.0) == pytest.approx(0.1, rel=0.21)
+    wait = broker.backoff.next(50.0)  # from the time given, not the clock
+    assert wait == pytest.approx(0.1, rel=0.21)
+    assert broker.backoff.until == 50.0 + wait
 
 
 def test_a_partition_revoked_while_in_a_request_stays_marked_until_it_ends() -> None:
