@@ -90,12 +90,12 @@ class Backoff:
         self.attempts = 0
         self.until = 0.0
 
-    def next(self) -> float:
+    def next(self, now: float | None = None) -> float:
         """The wait before the next retry, in seconds; counts one more failure in a row and
-        sets :attr:`until` to now plus that wait."""
+        sets :attr:`until` to ``now`` (the monotonic clock when not given) plus that wait."""
         delay = self.policy.delay(self.attempts)
         self.attempts += 1
-        self.until = time.monotonic() + delay
+        self.until = (time.monotonic() if now is None else now) + delay
         return delay
 
     def reset(self) -> None:

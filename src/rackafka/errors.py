@@ -30,7 +30,10 @@ rackafka's own logic never compares error codes: it asks the class. Every
 - ``coordinator_loading``: the coordinator is loading; retry it after a backoff (14);
 - ``member_fenced``: the group member must join again (22, 25, 110);
 - ``producer_fenced``: a newer producer has the transactional id (47, 90);
-- ``fatal``: no retry helps and the group member or transactional producer stops.
+- ``fatal``: no retry helps and the group member or transactional producer stops;
+- ``fetch_error_kind``: what a partition-level Fetch error means to the consumer's routing
+  (KIP-392): ``"retry"``, ``"retry-no-refresh"``, ``"retry-keep-replica"``, ``"offset"``,
+  ``"fatal"`` or ``"fatal-from-leader"`` (see ``_FETCH_ERROR_KINDS``).
 """
 
 from __future__ import annotations
@@ -531,6 +534,8 @@ class BrokerResponseError(KafkaError):
     #: Retrying cannot help and the client (group member, transactional producer) cannot go
     #: on: the error is raised to the application and the role stops.
     fatal: ClassVar[bool] = False
+    #: What a partition-level Fetch error means to the consumer (see ``_FETCH_ERROR_KINDS``).
+    fetch_error_kind: ClassVar[str] = "fatal-from-leader"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -1622,6 +1627,8 @@ def _unknown_code_class(error_code: int) -> type[UnknownError]:
                 "description": f"The broker returned error code {error_code}, which rackafka "
                 "does not know.",
                 "_generated": True,
+                # Not UNKNOWN_SERVER_ERROR's (-1): a code a Fetch does not expect.
+                "fetch_error_kind": "fatal-from-leader",
             },
         )
         cls = _UNKNOWN_CODES.setdefault(error_code, made)
@@ -1656,6 +1663,22 @@ _PRODUCER_FENCED = frozenset({47, 90})
 #: CLUSTER_AUTHORIZATION_FAILED, the producer fenced, TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
 #: FENCED_INSTANCE_ID, UNSUPPORTED_FOR_MESSAGE_FORMAT, SASL_AUTHENTICATION_FAILED.
 _FATAL = frozenset({30, 31, 43, 53, 58, 82}) | _PRODUCER_FENCED
+#: A partition-level Fetch error, as the consumer's read-replica routing (KIP-392) and the
+#: Java client's fetcher treat it. ``retry``: drop the cached read replica, refresh metadata,
+#: fetch again (from the leader). ``retry-no-refresh``: the same without a refresh (the
+#: broker is behind our metadata: UNKNOWN_LEADER_EPOCH). ``retry-keep-replica``: retry after
+#: a backoff, replica kept (UNKNOWN_SERVER_ERROR). ``offset``: OFFSET_OUT_OF_RANGE (a reset
+#: from the leader, the leader again from a follower). ``fatal``: raised to the user. Any
+#: other code is ``fatal-from-leader``: raised when the leader sends it, from a follower the
+#: partition goes back to the leader (CORRUPT_MESSAGE and codes a Fetch does not expect).
+_FETCH_ERROR_KINDS = {
+    **dict.fromkeys((3, 6, 9, 56, 74, 78, 100, 103), "retry"),
+    75: "retry-no-refresh",
+    -1: "retry-keep-replica",
+    1: "offset",
+    29: "fatal",
+    76: "fatal",
+}
 
 
 def _set_properties() -> None:
@@ -1667,6 +1690,7 @@ def _set_properties() -> None:
         cls.member_fenced = code in _MEMBER_FENCED
         cls.producer_fenced = code in _PRODUCER_FENCED
         cls.fatal = code in _FATAL
+        cls.fetch_error_kind = _FETCH_ERROR_KINDS.get(code, "fatal-from-leader")
 
 
 _set_properties()

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from rackafka.consumer.fetch_session import (
-    FETCH_SESSION_ID_NOT_FOUND,
-    FetchSession,
-    PartitionFetchState,
-)
+from rackafka.consumer.fetch_session import FetchSession, PartitionFetchState
+from rackafka.errors import FetchSessionIdNotFound
+
+FETCH_SESSION_ID_NOT_FOUND = FetchSessionIdNotFound.errno
 
 
 def st(offset: int, epoch: int = 1) -> PartitionFetchState:

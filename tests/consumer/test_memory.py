@@ -15,7 +15,7 @@ from typing import Any
 
 from rackafka import AIOKafkaConsumer, TopicPartition
 from rackafka.client import KafkaClient
-from rackafka.consumer.fetcher import _InFlight
+from rackafka.consumer.fetch_state import InFlight as _InFlight
 from rackafka.protocol.apis.fetch import FETCH, partition_fetch
 from rackafka.protocol.frames import RECEIVE_BUFFER_SIZE
 

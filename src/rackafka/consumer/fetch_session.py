@@ -15,16 +15,26 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from rackafka.errors import (
+    BrokerResponseError,
+    FetchSessionIdNotFound,
+    FetchSessionTopicIdError,
+    InvalidFetchSessionEpoch,
+)
+
 K = TypeVar("K", bound=Hashable)
 
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
 _MAX_EPOCH = 0x7FFFFFFF
 
-#: Error codes that mean the broker lost or rejects our session.
-FETCH_SESSION_ID_NOT_FOUND = 70
-INVALID_FETCH_SESSION_EPOCH = 71
-FETCH_SESSION_TOPIC_ID_ERROR = 106
+#: Top-level Fetch errors that mean the broker lost or rejects our session: the next
+#: request is a full fetch, at once.
+SESSION_ERRORS: tuple[type[BrokerResponseError], ...] = (
+    FetchSessionIdNotFound,
+    InvalidFetchSessionEpoch,
+    FetchSessionTopicIdError,
+)
 
 
 @dataclass(frozen=True)

@@ -33,10 +33,14 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Generic, Literal, TypeVar
 
+from rackafka._backoff import Backoff, BackoffPolicy
+from rackafka.errors import for_code
+
 __all__ = [
     "ErrorOutcome",
     "FetchErrorAction",
     "ReadReplicaPolicy",
+    "ReplicaLease",
     "Route",
     "RouteReason",
     "RoutingChange",
@@ -55,57 +59,28 @@ RouteReason = Literal["preferred", "leader", "no-leader", "leader-backoff", "bac
 """
 
 
-# Fetch partition error codes this module gives a meaning to (Kafka protocol guide numbering).
-_UNKNOWN_SERVER_ERROR = -1
-_OFFSET_OUT_OF_RANGE = 1
-_CORRUPT_MESSAGE = 2
-_UNKNOWN_TOPIC_OR_PARTITION = 3
-_NOT_LEADER_OR_FOLLOWER = 6
-_REPLICA_NOT_AVAILABLE = 9
-_TOPIC_AUTHORIZATION_FAILED = 29
-_KAFKA_STORAGE_ERROR = 56
-_FENCED_LEADER_EPOCH = 74
-_UNKNOWN_LEADER_EPOCH = 75
-_UNSUPPORTED_COMPRESSION_TYPE = 76
-_OFFSET_NOT_AVAILABLE = 78
-_UNKNOWN_TOPIC_ID = 100
-_INCONSISTENT_TOPIC_ID = 103
-
 _Kind = Literal["retry", "offset", "fatal", "fatal-from-leader"]
 
 
 @dataclass(frozen=True)
 class _ErrorRule:
-    name: str
     drop: bool  # rule 5: drop the cached read replica
     refresh: bool  # ask for a metadata refresh (as the Java client does)
     kind: _Kind
 
 
-# Drop set: rule 5.  Refresh set: the Java client's FetchCollector.handleInitializeErrors asks for
-# a metadata update on every one of these except UNKNOWN_LEADER_EPOCH (the broker is behind our
-# metadata, so newer metadata cannot help: retry later).
-_ERROR_RULES: dict[int, _ErrorRule] = {
-    _UNKNOWN_SERVER_ERROR: _ErrorRule("UNKNOWN_SERVER_ERROR", False, False, "retry"),
-    _OFFSET_OUT_OF_RANGE: _ErrorRule("OFFSET_OUT_OF_RANGE", True, False, "offset"),
-    _CORRUPT_MESSAGE: _ErrorRule("CORRUPT_MESSAGE", True, False, "fatal-from-leader"),
-    _UNKNOWN_TOPIC_OR_PARTITION: _ErrorRule("UNKNOWN_TOPIC_OR_PARTITION", True, True, "retry"),
-    _NOT_LEADER_OR_FOLLOWER: _ErrorRule("NOT_LEADER_OR_FOLLOWER", True, True, "retry"),
-    _REPLICA_NOT_AVAILABLE: _ErrorRule("REPLICA_NOT_AVAILABLE", True, True, "retry"),
-    _TOPIC_AUTHORIZATION_FAILED: _ErrorRule("TOPIC_AUTHORIZATION_FAILED", False, False, "fatal"),
-    _KAFKA_STORAGE_ERROR: _ErrorRule("KAFKA_STORAGE_ERROR", True, True, "retry"),
-    _FENCED_LEADER_EPOCH: _ErrorRule("FENCED_LEADER_EPOCH", True, True, "retry"),
-    _UNKNOWN_LEADER_EPOCH: _ErrorRule("UNKNOWN_LEADER_EPOCH", True, False, "retry"),
-    _UNSUPPORTED_COMPRESSION_TYPE: _ErrorRule(
-        "UNSUPPORTED_COMPRESSION_TYPE", False, False, "fatal"
-    ),
-    _OFFSET_NOT_AVAILABLE: _ErrorRule("OFFSET_NOT_AVAILABLE", True, True, "retry"),
-    _UNKNOWN_TOPIC_ID: _ErrorRule("UNKNOWN_TOPIC_ID", True, True, "retry"),
-    _INCONSISTENT_TOPIC_ID: _ErrorRule("INCONSISTENT_TOPIC_ID", True, True, "retry"),
+# By the error's ``fetch_error_kind`` (errors.py). Drop set: rule 5.  Refresh set: the Java
+# client's FetchCollector.handleInitializeErrors asks for a metadata update on every dropping
+# error except UNKNOWN_LEADER_EPOCH (the broker is behind our metadata, so newer metadata
+# cannot help: retry later).
+_ERROR_RULES: dict[str, _ErrorRule] = {
+    "retry": _ErrorRule(True, True, "retry"),
+    "retry-no-refresh": _ErrorRule(True, False, "retry"),
+    "retry-keep-replica": _ErrorRule(False, False, "retry"),
+    "offset": _ErrorRule(True, False, "offset"),
+    "fatal": _ErrorRule(False, False, "fatal"),
+    "fatal-from-leader": _ErrorRule(True, False, "fatal-from-leader"),
 }
-
-# Cap on the exponent of the growing backoff, so that 2 ** n never overflows a float.
-_MAX_BACKOFF_EXPONENT = 60
 
 
 class FetchErrorAction(str, Enum):
@@ -193,14 +168,23 @@ class ErrorOutcome(Generic[K]):
         return self.change is not None
 
 
-@dataclass(slots=True)
-class _PartitionState:
-    replica: int | None = None  # cached preferred read replica (rule 2)
-    expires_at: float = 0.0  # end of its lease
-    awaiting: int | None = None  # node a redirect sent us to, not yet heard from successfully
-    failures: int = 0  # consecutive failed redirects / retriable errors (rule 8)
-    retry_at: float = -math.inf  # no fetch for this partition before then (rule 8)
-    metadata_wait: bool = False  # the backoff waits for metadata to know `replica` again
+class ReplicaLease:
+    """The routing state of one partition: its cached read replica and its rule 8 backoff."""
+
+    __slots__ = ("awaiting", "backoff", "expires_at", "metadata_wait", "replica", "retry_at")
+
+    def __init__(self, backoff: BackoffPolicy) -> None:
+        #: The cached preferred read replica (rule 2), and the end of its lease.
+        self.replica: int | None = None
+        self.expires_at = 0.0
+        #: The node a redirect sent us to, not yet heard from successfully.
+        self.awaiting: int | None = None
+        #: Failed redirects / retriable errors in a row (rule 8).
+        self.backoff: Backoff = backoff.start()
+        #: No fetch for this partition before then (rule 8).
+        self.retry_at = -math.inf
+        #: The backoff waits for metadata to know ``replica`` again.
+        self.metadata_wait = False
 
 
 class ReadReplicaPolicy(Generic[K]):
@@ -215,8 +199,9 @@ class ReadReplicaPolicy(Generic[K]):
     fails when its target turns out unusable before it answered once without error: it is
     missing from metadata, backing off, too old, its connection fails or times out, or it answers
     with a partition error.  Each failed redirect, and each retriable error from the leader,
-    makes the partition wait ``backoff_s * 2 ** (n - 1)`` seconds (at most ``max_backoff_s``),
-    where ``n`` counts such failures in a row; any error-free response without a redirect resets
+    makes the partition wait by :class:`~rackafka._backoff.BackoffPolicy`: ``backoff_s *
+    2 ** (n - 1)`` seconds times a ``jitter`` factor, at most ``max_backoff_s``, where ``n``
+    counts such failures in a row; any error-free response without a redirect resets
     ``n``.  So a leader that keeps naming a dead replica gets about one fetch per
     ``max_backoff_s``, not thousands per second, while a healthy redirect costs nothing.
 
@@ -226,12 +211,22 @@ class ReadReplicaPolicy(Generic[K]):
         backoff_s: first backoff of a partition after a failed redirect or a retriable error
             (``retry_backoff_ms / 1000``).
         max_backoff_s: the backoff doubles on each failure in a row up to this.
+        jitter: the share by which each wait is randomly made shorter or longer (0 by
+            default, so that the policy is deterministic; the fetcher passes the Java
+            client's 20 %).
 
     Raises:
         ValueError: an argument is not a finite number in range; the message names it.
     """
 
-    def __init__(self, lease_s: float, backoff_s: float = 0.1, max_backoff_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        lease_s: float,
+        backoff_s: float = 0.1,
+        max_backoff_s: float = 1.0,
+        *,
+        jitter: float = 0.0,
+    ) -> None:
         if not _is_number(lease_s) or not lease_s > 0:
             raise ValueError(f"lease_s must be a finite number > 0, got {lease_s!r}")
         if not _is_number(backoff_s) or backoff_s < 0:
@@ -242,9 +237,8 @@ class ReadReplicaPolicy(Generic[K]):
                 f"got {max_backoff_s!r}"
             )
         self._lease_s = float(lease_s)
-        self._backoff_s = float(backoff_s)
-        self._max_backoff_s = float(max_backoff_s)
-        self._states: dict[K, _PartitionState] = {}
+        self._backoff = BackoffPolicy(backoff_s * 1000, max_backoff_s * 1000, jitter=jitter)
+        self._states: dict[K, ReplicaLease] = {}
         self._old_brokers: set[int] = set()
 
     # -- routing --------------------------------------------------------------------------------
@@ -376,7 +370,7 @@ class ReadReplicaPolicy(Generic[K]):
         st = self._states.get(tp)
         if hint < 0:
             if st is not None:
-                st.failures = 0
+                st.backoff.reset()
                 if st.awaiting == responder:
                     st.awaiting = None
             return None
@@ -387,12 +381,12 @@ class ReadReplicaPolicy(Generic[K]):
                 st.awaiting = None
                 self._fail(st, now)
             else:
-                st.failures = 0
+                st.backoff.reset()
             if st.replica is None:
                 return None
             return self._drop(tp, st, "hint-is-leader")
         if st is None:
-            st = self._states[tp] = _PartitionState()
+            st = self._states[tp] = ReplicaLease(self._backoff)
         st.awaiting = hint
         if st.replica == hint:
             return None
@@ -453,26 +447,26 @@ class ReadReplicaPolicy(Generic[K]):
         """
         if error_code == 0:
             raise ValueError("error_code 0 (NONE) is not an error")
-        rule = _ERROR_RULES.get(error_code)
-        if rule is None:
-            rule = _ErrorRule(f"UNKNOWN_ERROR_CODE_{error_code}", True, False, "fatal-from-leader")
+        error = for_code(error_code)
+        rule = _ERROR_RULES[error.fetch_error_kind]
+        name = error.message
         from_leader = leader is not None and leader >= 0 and responder == leader
         st = self._states.get(tp)
 
         if rule.kind == "fatal" or (rule.kind == "fatal-from-leader" and from_leader):
-            return ErrorOutcome(FetchErrorAction.RAISE, rule.name)
+            return ErrorOutcome(FetchErrorAction.RAISE, name)
 
         change: RoutingChange[K] | None = None
         redirect_failed = False
         if st is not None:
             if rule.drop and st.replica is not None:
-                change = self._drop(tp, st, rule.name)
+                change = self._drop(tp, st, name)
             if st.awaiting == responder:
                 st.awaiting = None
                 redirect_failed = True
 
         if rule.kind == "offset" and from_leader:
-            return ErrorOutcome(FetchErrorAction.RESET, rule.name, change=change)
+            return ErrorOutcome(FetchErrorAction.RESET, name, change=change)
 
         retry_at: float | None = None
         if from_leader:
@@ -486,7 +480,7 @@ class ReadReplicaPolicy(Generic[K]):
                 retry_at = self._fail(self._state(tp), now)
         return ErrorOutcome(
             action,
-            rule.name,
+            name,
             refresh_metadata=rule.refresh,
             retry_at=retry_at,
             change=change,
@@ -545,6 +539,11 @@ class ReadReplicaPolicy(Generic[K]):
             st.metadata_wait = False
         return changes
 
+    def track(self, tp: K) -> ReplicaLease:
+        """The routing state of a partition, made now if it has none (the fetcher keeps it
+        with the rest of the partition's state until :meth:`forget`)."""
+        return self._state(tp)
+
     def forget(self, tp: K) -> None:
         """Drop all state of a partition that is no longer assigned."""
         self._states.pop(tp, None)
@@ -596,25 +595,22 @@ class ReadReplicaPolicy(Generic[K]):
 
     # -- internals ------------------------------------------------------------------------------
 
-    def _state(self, tp: K) -> _PartitionState:
+    def _state(self, tp: K) -> ReplicaLease:
         st = self._states.get(tp)
         if st is None:
-            st = self._states[tp] = _PartitionState()
+            st = self._states[tp] = ReplicaLease(self._backoff)
         return st
 
-    def _drop(self, tp: K, st: _PartitionState, reason: str) -> RoutingChange[K]:
+    def _drop(self, tp: K, st: ReplicaLease, reason: str) -> RoutingChange[K]:
         old = st.replica
         st.replica = None
         st.expires_at = 0.0
         st.metadata_wait = False
         return RoutingChange(tp, old, None, reason)
 
-    def _fail(self, st: _PartitionState, now: float) -> float:
+    def _fail(self, st: ReplicaLease, now: float) -> float:
         st.metadata_wait = False
-        st.failures += 1
-        exponent = min(st.failures - 1, _MAX_BACKOFF_EXPONENT)
-        delay = min(self._max_backoff_s, self._backoff_s * 2.0**exponent)
-        st.retry_at = now + delay
+        st.retry_at = now + st.backoff.next(now)
         return st.retry_at
 
 
