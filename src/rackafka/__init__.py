@@ -5,9 +5,8 @@ A drop-in for aiokafka's consumer and producer::
     from rackafka import AIOKafkaConsumer, AIOKafkaProducer
 """
 
-__version__ = "0.1.0.dev0"
-
 from rackafka import errors, structs
+from rackafka._version import __version__
 from rackafka.abc import ConsumerRebalanceListener
 from rackafka.consumer.consumer import AIOKafkaConsumer
 from rackafka.errors import ConsumerStoppedError, IllegalOperation

@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from rackafka import __version__
+from rackafka._version import __version__
 from rackafka.config import (
     CLIENT,
     Callback,

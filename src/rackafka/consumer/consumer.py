@@ -12,8 +12,8 @@ from typing import Any, Generic
 
 from typing_extensions import TypeVar
 
-from rackafka import __version__
 from rackafka._lifecycle import AsyncRole, weak_method
+from rackafka._version import __version__
 from rackafka.abc import ConsumerRebalanceListener
 from rackafka.client import KafkaClient
 from rackafka.cluster import ClusterMetadata

@@ -15,8 +15,8 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any, Generic, NamedTuple, TypeVar
 
-from rackafka import __version__
 from rackafka._lifecycle import AsyncRole, weak_method
+from rackafka._version import __version__
 from rackafka.client import KafkaClient
 from rackafka.errors import (
     IllegalOperation,
