@@ -40,11 +40,30 @@ Clients (``--clients``; a client whose package is missing is reported as skipped
 ``kafka-python``    kafka-python ``poll()``
 ``confluent``       confluent-kafka's batch ``consume(num_messages=...)``
                     (``fetch.queue.backoff.ms=10``, ``check.crcs=true``)
+``confluent-tuned`` the same loop, with librdkafka tuned for throughput (below) and
+                    ``consume()`` asking for ~4 MB of records a call
 ``*-front``         rackafka / aiokafka-C through a PLAINTEXT ``rackafka.testing.SecureFront``
                     (a Python proxy in the benchmark's process: its own cost, for reference)
 ``*-sasl-ssl``      the same through a SASL_SSL front (TLS + SCRAM-SHA-512): the cost of
                     security is the ratio to ``*-front``
 ==================  ===========================================================================
+
+``confluent-tuned`` is the client a user picks when Python is too slow, set up as a
+throughput-minded user would (:data:`CONFLUENT_TUNED`). librdkafka's CONFIGURATION.md
+documents a high-level consumer that prefetches into one local queue bounded by
+``queued.max.messages.kbytes`` (64 MiB by default) and, once that bound is reached, waits
+``fetch.queue.backoff.ms`` (1 s by default) before fetching again; its INTRODUCTION.md says
+the batch consume APIs are the fast ones. Confluent's "Optimize clients for throughput"
+guide raises ``fetch.min.bytes`` (to ~100 KB) so that brokers answer with fuller responses.
+So: ``queued.max.messages.kbytes`` 256 MiB (4x), ``fetch.queue.backoff.ms`` 10 ms (as
+``confluent``), ``max.partition.fetch.bytes`` 10 MiB (10x: several batches of a partition
+per Fetch on real Kafka; the mock answers one batch anyway), ``fetch.max.bytes`` 100 MiB
+(2x; Kafka brokers cap a response at their own ``fetch.max.bytes``, 55 MiB by default),
+``fetch.min.bytes`` 100,000 with ``fetch.wait.max.ms`` 100 (fuller responses; the shorter
+wait bounds the last, partial responses at the end of the backlog), ``check.crcs`` on like
+every client, and ``consume(num_messages=...)`` for ~4 MB of records a call
+(:data:`TUNED_CALL_BYTES`; ``--max-records`` overrides it as for every client). It touches
+every value as the others do. Each rate is also shown relative to it (``vs cfT``).
 
 The slow clients (pure-Python aiokafka, kafka-python) and the ``getone`` clients read a
 prefix of each dataset (column ``records``) so that the default run fits in ~10 minutes.
@@ -93,6 +112,16 @@ BATCH_BYTES = 1_000_000  # producer batch.size: one ~1 MB batch per partition pe
 MAX_PARTITION_BYTES = int(4.5 * 1024 * 1024)  # the mock keeps 5 MiB per partition
 RECORD_OVERHEAD = 12  # bytes per record in a v2 batch besides the value (null key)
 CALL_BYTES = 1_000_000  # a getmany/poll/consume call returns at most ~1 MB of records
+TUNED_CALL_BYTES = 4_000_000  # confluent-tuned's consume() asks for ~4 MB of records
+#: librdkafka consumer settings of ``confluent-tuned`` (see the module docstring).
+CONFLUENT_TUNED: dict[str, Any] = {
+    "queued.max.messages.kbytes": 256 * 1024,
+    "fetch.queue.backoff.ms": 10,
+    "max.partition.fetch.bytes": 10 * 1024 * 1024,
+    "fetch.max.bytes": 100 * 1024 * 1024,
+    "fetch.min.bytes": 100_000,
+    "fetch.wait.max.ms": 100,
+}
 STALL_S = 60.0  # a child that gets no record for this long gives up
 ENGINES = ("mock", "kafka")
 #: The real brokers' JVM options: unlike the test tier's (C1 only, for a quick start), the
@@ -159,6 +188,11 @@ class Dataset:
         return max(1, CALL_BYTES // self.value_size)
 
     @property
+    def tuned_max_records(self) -> int:
+        """Most records per ``consume()`` call of confluent-tuned: ~4 MB of records."""
+        return max(1, TUNED_CALL_BYTES // self.value_size)
+
+    @property
     def topic(self) -> str:
         if self.shape == "json":  # the events topic, read with json.loads
             return "bench-" + self.name.lower().replace("json", "events")
@@ -209,6 +243,8 @@ class Client:
     #: None: straight to the brokers; "front": through a PLAINTEXT SecureFront (the
     #: proxy's own cost); "sasl_ssl": through a SASL_SSL SecureFront (SCRAM-SHA-512).
     via: str | None = None
+    #: confluent: librdkafka tuned for throughput (CONFLUENT_TUNED, bigger consume() calls)
+    tuned: bool = False
 
     def count(self, ds: Dataset) -> int:
         if self.limit == "slow":
@@ -234,6 +270,7 @@ CLIENTS = [
     Client("aiokafka-getone", "aiokafka", "getone", limit="getone", extension="c"),
     Client("kafka-python", "kafka-python", "poll", limit="slow"),
     Client("confluent", "confluent", "consume"),
+    Client("confluent-tuned", "confluent", "consume", tuned=True),
     Client("rackafka-front", "rackafka", "getmany", via="front"),
     Client("rackafka-sasl-ssl", "rackafka", "getmany", via="sasl_ssl"),
     Client("aiokafka-c-front", "aiokafka", "getmany", extension="c", via="front"),
@@ -242,6 +279,8 @@ CLIENTS = [
 #: The SASL_SSL front's only user (SCRAM-SHA-512).
 BENCH_USER = ("bench", "bench-password")
 REFERENCE = "aiokafka-c"
+#: The second reference: each rate relative to librdkafka tuned for throughput ("vs cfT").
+TUNED_REFERENCE = "confluent-tuned"
 SAME_API_REFERENCE = {"getone": "aiokafka-getone"}
 
 
@@ -487,21 +526,28 @@ def run_kafka_python(spec: dict[str, Any], tally: Tally) -> dict[str, Any]:
     return {"version": kafka.__version__}
 
 
+def confluent_config(spec: dict[str, Any]) -> dict[str, Any]:
+    """librdkafka's settings for the ``confluent`` client, or ``confluent-tuned``'s
+    (:data:`CONFLUENT_TUNED` on top) when ``spec["tuned"]``."""
+    conf: dict[str, Any] = {
+        "bootstrap.servers": spec["bootstrap"],
+        "group.id": "rackafka-bench",  # required by the client; no group is joined
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "check.crcs": True,
+        "fetch.queue.backoff.ms": 10,
+    }
+    if spec.get("tuned"):
+        conf.update(CONFLUENT_TUNED)
+    return conf
+
+
 def run_confluent(spec: dict[str, Any], tally: Tally) -> dict[str, Any]:
-    """confluent-kafka's batch ``consume()`` loop."""
+    """confluent-kafka's batch ``consume()`` loop (both ``confluent`` clients)."""
     import confluent_kafka
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
-    consumer = Consumer(
-        {
-            "bootstrap.servers": spec["bootstrap"],
-            "group.id": "rackafka-bench",  # required by the client; no group is joined
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-            "check.crcs": True,
-            "fetch.queue.backoff.ms": 10,
-        }
-    )
+    consumer = Consumer(confluent_config(spec))
     topic = spec["topic"]
     try:
         consumer.assign(
@@ -743,6 +789,27 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def ratio(summary: dict[str, dict[str, Any]], key: str, reference: str) -> float | None:
+    """msgs/s of ``key`` (``client/dataset``) over that of ``reference`` on the same dataset;
+    None unless both ran."""
+    s = summary.get(key, {})
+    ref = summary.get(f"{reference}/{key.partition('/')[2]}", {})
+    if s.get("status") != "ok" or ref.get("status") != "ok":
+        return None
+    if not s.get("msgs_per_s") or not ref.get("msgs_per_s"):
+        return None
+    return float(s["msgs_per_s"] / ref["msgs_per_s"])
+
+
+def add_ratios(summary: dict[str, dict[str, Any]]) -> None:
+    """Note in each measured case its rate relative to aiokafka-C (``vs_aiokafka_c``) and to
+    librdkafka tuned for throughput (``vs_confluent_tuned``), as the table shows them."""
+    for key, s in summary.items():
+        if s.get("status") == "ok":
+            s["vs_aiokafka_c"] = ratio(summary, key, REFERENCE)
+            s["vs_confluent_tuned"] = ratio(summary, key, TUNED_REFERENCE)
+
+
 def fmt(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
@@ -752,12 +819,11 @@ def table(
 ) -> str:
     head = (
         f"{'client':<16} {'dataset':<9} {'records':>9} {'msgs/s':>10} {'MB/s':>8} "
-        f"{'CPU s':>7} {'RSS MB':>7} {'first s':>7} {'total s':>7} {'vs akC':>7} {'vs API':>7}"
-        "  note"
+        f"{'CPU s':>7} {'RSS MB':>7} {'first s':>7} {'total s':>7} {'vs akC':>7} {'vs cfT':>7} "
+        f"{'vs API':>7}  note"
     )
     lines = [head, "-" * len(head)]
     for ds in datasets:
-        ref = summary.get(f"{REFERENCE}/{ds.name}", {})
         for c in clients:
             s = summary.get(f"{c.name}/{ds.name}")
             if s is None:
@@ -767,9 +833,8 @@ def table(
                 lines.append(f"{c.name:<16} {ds.name:<9} {s['status']}: {reason}")
                 continue
             rate = s["msgs_per_s"]
-            vs_ref = None
-            if ref.get("status") == "ok" and rate and ref.get("msgs_per_s"):
-                vs_ref = rate / ref["msgs_per_s"]
+            vs_ref = ratio(summary, f"{c.name}/{ds.name}", REFERENCE)
+            vs_tuned = ratio(summary, f"{c.name}/{ds.name}", TUNED_REFERENCE)
             same = summary.get(f"{SAME_API_REFERENCE.get(c.api, REFERENCE)}/{ds.name}", {})
             vs_api = None
             if same.get("status") == "ok" and rate and same.get("msgs_per_s"):
@@ -786,7 +851,8 @@ def table(
                 f"{fmt(s['mb_per_s'], '.1f'):>8} {fmt(s['cpu_s'], '.2f'):>7} "
                 f"{fmt(s['rss_mb'], '.0f'):>7} {fmt(s['first_record_s'], '.2f'):>7} "
                 f"{fmt(s['total_s'], '.2f'):>7} "
-                f"{fmt(vs_ref, '.2f'):>7} {fmt(vs_api, '.2f'):>7}  {', '.join(notes)}"
+                f"{fmt(vs_ref, '.2f'):>7} {fmt(vs_tuned, '.2f'):>7} {fmt(vs_api, '.2f'):>7}  "
+                f"{', '.join(notes)}"
             )
         lines.append("")
     return "\n".join(lines)
@@ -981,7 +1047,8 @@ def main(argv: list[str] | None = None) -> int:
                         "total": ds.records,
                         "target": target,
                         "high": highs[ds.name],
-                        "max_records": ds.max_records
+                        "tuned": c.tuned,
+                        "max_records": (ds.tuned_max_records if c.tuned else ds.max_records)
                         if args.max_records is None
                         else args.max_records,
                     }
@@ -1011,13 +1078,15 @@ def main(argv: list[str] | None = None) -> int:
                         )
 
     summary = {key: summarize(runs) for key, runs in raw.items()}
+    add_ratios(summary)
     text = table(clients, datasets, summary)
     elapsed = time.monotonic() - started
     load_after = load_average()
     print(text)
     print(
         f"engine {args.engine}; median of {repeat} run(s); 'vs akC': msgs/s relative to "
-        f"aiokafka-c getmany; 'vs API': relative to aiokafka with the same API; "
+        f"aiokafka-c getmany; 'vs cfT': relative to confluent-tuned (librdkafka tuned for "
+        f"throughput); 'vs API': relative to aiokafka with the same API; "
         f"total {elapsed:.0f}s; load average before {load_before}, after {load_after}"
     )
     args.out.mkdir(parents=True, exist_ok=True)

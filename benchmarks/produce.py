@@ -15,6 +15,23 @@ Every client gets the same settings: ``linger_ms=5``, batches of at most 64 KiB
 application that checks delivery writes it); confluent-kafka calls ``produce()`` and
 ``poll(0)``, then ``flush()``.
 
+``confluent-tuned`` is confluent-kafka set up for throughput as librdkafka documents it
+(:data:`CONFLUENT_TUNED`; same ``produce()``/``poll(0)``/``flush()`` loop, the run's
+``acks`` and compression): librdkafka's INTRODUCTION.md ("High throughput") says batching is
+the key, that the default ``linger.ms=5`` is not suited to high throughput and recommends
+more than 50 ms (throughput levelling out around 100-1000 ms), batches bounded by
+``batch.num.messages`` and ``batch.size``. So: ``linger.ms`` 100, ``batch.size`` 1,000,000
+(librdkafka's default; the request limit ``message.max.bytes`` is 1,000,000 too),
+``batch.num.messages`` 100,000 (so that ``batch.size``, not the default 10,000 messages,
+bounds a batch of small records) and ``queue.buffering.max.messages`` 1,000,000 (10x: the
+application is not pushed back while batches linger; ``queue.buffering.max.kbytes`` stays at
+its 1 GiB default). Confluent's "Optimize clients for throughput" guide agrees (batches of
+100-200 KB or more, ``linger.ms`` 10-100, lz4). rackafka and aiokafka keep the common
+settings above. The table shows each rate relative to aiokafka-C (``akC``) and to
+confluent-tuned (``cfT``); ``produce.json`` keeps them per client as ``vs_aiokafka_c`` and
+``vs_confluent_tuned``. The latency and batch suites, which set ``linger_ms`` and batch sizes
+themselves, leave confluent-tuned out.
+
 Datasets (``--datasets``):
 
 ==========  ==============================================================================
@@ -76,7 +93,18 @@ sys.path.insert(0, str(HERE))
 from consume import ENGINES, load_average, open_cluster  # noqa: E402
 
 RESULTS = HERE / "results"
-CLIENTS = ("rackafka", "aiokafka-c", "confluent")
+CLIENTS = ("rackafka", "aiokafka-c", "confluent", "confluent-tuned")
+#: librdkafka producer settings of ``confluent-tuned`` (see the module docstring).
+CONFLUENT_TUNED: dict[str, Any] = {
+    "linger.ms": 100,
+    "batch.size": 1_000_000,
+    "batch.num.messages": 100_000,
+    "queue.buffering.max.messages": 1_000_000,
+}
+#: Clients measured only in the throughput suite (they choose their own batching).
+THROUGHPUT_ONLY = ("confluent-tuned",)
+REFERENCE = "aiokafka-c"
+TUNED_REFERENCE = "confluent-tuned"
 DATASETS = {"100B": (200_000, 20_000), "10KB": (20_000, 3_000), "events": (100_000, 20_000)}
 BATCH_BYTES = 65536
 LINGER_MS = 5
@@ -190,11 +218,16 @@ async def _asyncio_latencies(
 
 
 def _confluent_config(spec: dict[str, Any]) -> dict[str, Any]:
+    """librdkafka's settings: the run's for ``confluent``, :data:`CONFLUENT_TUNED` for
+    ``confluent-tuned`` (acks and compression are the run's for both)."""
     conf: dict[str, Any] = {
         "bootstrap.servers": spec["bootstrap"],
         "acks": "all" if spec["acks"] == "all" else str(spec["acks"]),
         "compression.type": spec["compression"] or "none",
     }
+    if spec.get("client") == "confluent-tuned":
+        conf.update(CONFLUENT_TUNED)
+        return conf
     if spec.get("linger_ms") is not None:
         conf["linger.ms"] = spec["linger_ms"]
     if spec.get("max_batch_size") is not None:
@@ -265,7 +298,7 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     records = make_records(spec["dataset"], spec["count"])
     nbytes = sum(len(v) + len(k or b"") for k, v, _ in records)
     before = resource.getrusage(resource.RUSAGE_SELF)
-    if spec["client"] == "confluent":
+    if spec["client"].startswith("confluent"):
         outcome = run_confluent(spec, records)
     else:
         outcome = asyncio.run(run_asyncio(spec, records))
@@ -308,7 +341,12 @@ def run_child(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def available(client: str) -> bool:
-    module = {"rackafka": "rackafka", "aiokafka-c": "aiokafka", "confluent": "confluent_kafka"}
+    module = {
+        "rackafka": "rackafka",
+        "aiokafka-c": "aiokafka",
+        "confluent": "confluent_kafka",
+        "confluent-tuned": "confluent_kafka",
+    }
     try:
         __import__(module[client])
     except ImportError:
@@ -343,6 +381,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown suites {unknown}; choose among {', '.join(SUITES)}")
     repeat = args.repeat or (1 if args.quick else 3)
     clients = [c for c in args.clients.split(",") if c]
+    unknown = [c for c in clients if c not in CLIENTS]
+    if unknown:
+        parser.error(f"unknown clients {unknown}; choose among {', '.join(CLIENTS)}")
     skipped = [c for c in clients if not available(c)]
     clients = [c for c in clients if c not in skipped]
     for c in skipped:
@@ -350,10 +391,14 @@ def main(argv: list[str] | None = None) -> int:
     out_file = args.out / "produce.json"
     results = load_results(out_file)
 
+    measured: list[dict[str, Any]] = []
+
     def measure(cluster: Any, row: dict[str, Any], spec: dict[str, Any]) -> None:
         """Run every client ``repeat`` times on ``spec``; medians into ``row``; save."""
         nonlocal results
-        for client in clients:
+        throughput = spec.get("suite", "throughput") == "throughput"
+        row_clients = [c for c in clients if throughput or c not in THROUGHPUT_ONLY]
+        for client in row_clients:
             runs = []
             for _ in range(repeat):
                 topic = f"bench-{uuid.uuid4().hex[:8]}"
@@ -373,9 +418,11 @@ def main(argv: list[str] | None = None) -> int:
                 row[client] = {"error": runs[0]["error"]}
                 continue
             row[client] = {key: statistics.median(r[key] for r in ok) for key in ok[0]}
+        add_ratios(row)
         row["load_average"] = load_average()
         results = merge_rows(results, [row])
-        print_row(row, clients)
+        measured.append(row)
+        print_row(row, row_clients)
         args.out.mkdir(parents=True, exist_ok=True)
         out_file.write_text(json.dumps(results, indent=2))
 
@@ -449,8 +496,52 @@ def main(argv: list[str] | None = None) -> int:
                     "max_batch_size": batch,
                 }
                 measure(cluster, row, spec)
+    if any(row.get("suite", "throughput") == "throughput" for row in measured):
+        print(summary_table(measured, clients), flush=True)
     print(f"# load average {load_average()}", flush=True)
     return 0
+
+
+def add_ratios(row: dict[str, Any]) -> None:
+    """Note in each client's result of ``row`` its records/s relative to aiokafka-C
+    (``vs_aiokafka_c``) and to confluent-tuned (``vs_confluent_tuned``), when both ran."""
+    for client, r in row.items():
+        if not isinstance(r, dict) or "records_per_s" not in r:
+            continue
+        for name, reference in (
+            ("vs_aiokafka_c", REFERENCE),
+            ("vs_confluent_tuned", TUNED_REFERENCE),
+        ):
+            base = row.get(reference, {}).get("records_per_s") if reference != client else None
+            r[name] = r["records_per_s"] / base if base else None
+
+
+def summary_table(rows: list[dict[str, Any]], clients: list[str]) -> str:
+    """The throughput rows as a table: records/s per client, then rackafka's ratios to
+    aiokafka-C (``vs akC``) and to confluent-tuned (``vs cfT``)."""
+    names = [c for c in clients if c in CLIENTS]
+    head = f"{'engine':<6} {'dataset':>7} {'acks':>4} {'comp':<4} " + " ".join(
+        f"{c:>15}" for c in names
+    )
+    head += f" {'vs akC':>7} {'vs cfT':>7}"
+    lines = ["# rackafka against the others (records/s; ratios are rackafka's)", head]
+    lines.append("-" * len(head))
+    for row in rows:
+        if row.get("suite", "throughput") != "throughput":
+            continue
+        cells = []
+        for c in names:
+            rate = row.get(c, {}).get("records_per_s")
+            cells.append(f"{'-' if rate is None else format(rate, ',.0f'):>15}")
+        ours = row.get("rackafka", {})
+        ratios = [ours.get("vs_aiokafka_c"), ours.get("vs_confluent_tuned")]
+        lines.append(
+            f"{row.get('engine', 'mock'):<6} {row['dataset']:>7} {row['acks']:>4} "
+            f"{row['compression']:<4} "
+            + " ".join(cells)
+            + "".join(f" {'-' if x is None else format(x, '.2f'):>7}" for x in ratios)
+        )
+    return "\n".join(lines)
 
 
 def row_key(row: dict[str, Any]) -> tuple[str, ...]:
@@ -516,7 +607,6 @@ def print_row(row: dict[str, Any], clients: list[str]) -> None:
             )
         print(" | ".join(parts) + f" | load {row.get('load_average')}", flush=True)
         return
-    base = row.get("aiokafka-c", {}).get("records_per_s")
     parts = [
         f"{row.get('engine', 'mock')} {row['dataset']:>6} acks={row['acks']:<3} "
         f"{row['compression']:<4} n={row['records']}"
@@ -528,7 +618,12 @@ def print_row(row: dict[str, Any], clients: list[str]) -> None:
         if "records_per_s" not in r:
             parts.append(f"{client}: error {r.get('error')}")
             continue
-        ratio = f" ({r['records_per_s'] / base:.2f}x)" if base else ""
+        shown = [
+            f"{r[key]:.2f}x {label}"
+            for key, label in (("vs_aiokafka_c", "akC"), ("vs_confluent_tuned", "cfT"))
+            if r.get(key)
+        ]
+        ratio = f" ({', '.join(shown)})" if shown else ""
         parts.append(
             f"{client}: {r['records_per_s']:>9,.0f} rec/s {r['mb_per_s']:6.1f} MB/s "
             f"cpu {r['cpu_s']:.2f}s{ratio}"

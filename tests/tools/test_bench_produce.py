@@ -81,3 +81,49 @@ def test_engines_keep_rows_of_their_own(produce: ModuleType) -> None:
     assert merged == [old_mock, kafka]
     mock = {**_row("events", "1", "none", 3.0), "engine": "mock"}
     assert produce.merge_rows(merged, [mock]) == [mock, kafka]
+
+
+def test_confluent_tuned_batches_for_throughput(produce: ModuleType) -> None:
+    spec = {
+        "bootstrap": "127.0.0.1:9092",
+        "acks": "all",
+        "compression": "lz4",
+        "linger_ms": 5,
+        "max_batch_size": 65536,
+    }
+    plain = produce._confluent_config({**spec, "client": "confluent"})
+    tuned = produce._confluent_config({**spec, "client": "confluent-tuned"})
+    assert (plain["linger.ms"], plain["batch.size"]) == (5, 65536)
+    # the run's acks and compression; librdkafka's throughput advice for the rest
+    assert (tuned["acks"], tuned["compression.type"]) == ("all", "lz4")
+    assert tuned["linger.ms"] > 50
+    assert tuned["batch.size"] > 65536
+    assert tuned["batch.num.messages"] > 10_000
+    assert tuned["queue.buffering.max.messages"] > 100_000
+    none = produce._confluent_config({**spec, "acks": 1, "compression": None, "client": "x"})
+    assert (none["acks"], none["compression.type"]) == ("1", "none")
+
+
+def test_ratios_and_summary_table(produce: ModuleType) -> None:
+    row: dict[str, Any] = {
+        **_row("100B", "1", "none", 300_000.0),
+        "engine": "mock",
+        "aiokafka-c": {"records_per_s": 150_000.0},
+        "confluent-tuned": {"records_per_s": 600_000.0},
+        "confluent": {"error": ["boom"]},
+    }
+    produce.add_ratios(row)
+    assert row["rackafka"]["vs_aiokafka_c"] == pytest.approx(2.0)
+    assert row["rackafka"]["vs_confluent_tuned"] == pytest.approx(0.5)
+    assert row["aiokafka-c"]["vs_aiokafka_c"] is None  # not against itself
+    assert "vs_aiokafka_c" not in row["confluent"]
+    lone = {**_row("10KB", "all", "lz4", 1.0), "engine": "mock"}
+    produce.add_ratios(lone)
+    assert lone["rackafka"]["vs_confluent_tuned"] is None
+    text = produce.summary_table([row, lone], list(produce.CLIENTS))
+    lines = text.splitlines()
+    assert lines[1].split()[-4:] == ["vs", "akC", "vs", "cfT"]
+    first = lines[3].split()
+    assert first[:4] == ["mock", "100B", "1", "none"]
+    assert first[4:] == ["300,000", "150,000", "-", "600,000", "2.00", "0.50"]
+    assert lines[4].split()[-2:] == ["-", "-"]
