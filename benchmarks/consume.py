@@ -49,11 +49,11 @@ Clients (``--clients``; a client whose package is missing is reported as skipped
 ==================  ===========================================================================
 
 ``confluent-tuned`` is the client a user picks when Python is too slow, set up as a
-throughput-minded user would (:data:`CONFLUENT_TUNED`). librdkafka's CONFIGURATION.md
-documents a high-level consumer that prefetches into one local queue bounded by
+throughput-minded user would (:data:`CONFLUENT_TUNED`). librdkafka's configuration
+reference documents a high-level consumer that prefetches into one local queue bounded by
 ``queued.max.messages.kbytes`` (64 MiB by default) and, once that bound is reached, waits
-``fetch.queue.backoff.ms`` (1 s by default) before fetching again; its INTRODUCTION.md says
-the batch consume APIs are the fast ones. Confluent's "Optimize clients for throughput"
+``fetch.queue.backoff.ms`` (1 s by default) before fetching again; its introduction ranks
+the batch consume call above one message at a time. Confluent's "Optimize clients for throughput"
 guide raises ``fetch.min.bytes`` (to ~100 KB) so that brokers answer with fuller responses.
 So: ``queued.max.messages.kbytes`` 256 MiB (4x), ``fetch.queue.backoff.ms`` 10 ms (as
 ``confluent``), ``max.partition.fetch.bytes`` 10 MiB (10x: several batches of a partition

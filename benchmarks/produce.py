@@ -7,17 +7,18 @@ in ``consume.py``). Every measurement runs in a fresh child process
 (same Python): the client produces a dataset into a fresh 12-partition topic and waits until
 every record is acknowledged. Reported: records/s and MB/s from the first ``send`` to the
 last acknowledgement, and CPU seconds of the child (user + system, all threads). The median
-of ``--repeat`` runs is shown, with the ratio to aiokafka-C.
+of ``--repeat`` runs is shown, with the ratios to aiokafka-C and to confluent-tuned.
 
-Every client gets the same settings: ``linger_ms=5``, batches of at most 64 KiB
-(``max_batch_size`` / ``batch.size``), the given ``acks`` and compression. The asyncio clients
+Every client but ``confluent-tuned`` (below) gets the same settings: ``linger_ms=5``,
+batches of at most 64 KiB (``max_batch_size`` / ``batch.size``), the given ``acks`` and
+compression. The asyncio clients
 ``await send()`` each record and gather the futures every 10,000 records (the way an
 application that checks delivery writes it); confluent-kafka calls ``produce()`` and
 ``poll(0)``, then ``flush()``.
 
 ``confluent-tuned`` is confluent-kafka set up for throughput as librdkafka documents it
 (:data:`CONFLUENT_TUNED`; same ``produce()``/``poll(0)``/``flush()`` loop, the run's
-``acks`` and compression): librdkafka's INTRODUCTION.md ("High throughput") says batching is
+``acks`` and compression): librdkafka's introduction ("High throughput") says batching is
 the key, that the default ``linger.ms=5`` is not suited to high throughput and recommends
 more than 50 ms (throughput levelling out around 100-1000 ms), batches bounded by
 ``batch.num.messages`` and ``batch.size``. So: ``linger.ms`` 100, ``batch.size`` 1,000,000
@@ -25,12 +26,13 @@ more than 50 ms (throughput levelling out around 100-1000 ms), batches bounded b
 ``batch.num.messages`` 100,000 (so that ``batch.size``, not the default 10,000 messages,
 bounds a batch of small records) and ``queue.buffering.max.messages`` 1,000,000 (10x: the
 application is not pushed back while batches linger; ``queue.buffering.max.kbytes`` stays at
-its 1 GiB default). Confluent's "Optimize clients for throughput" guide agrees (batches of
-100-200 KB or more, ``linger.ms`` 10-100, lz4). rackafka and aiokafka keep the common
-settings above. The table shows each rate relative to aiokafka-C (``akC``) and to
-confluent-tuned (``cfT``); ``produce.json`` keeps them per client as ``vs_aiokafka_c`` and
-``vs_confluent_tuned``. The latency and batch suites, which set ``linger_ms`` and batch sizes
-themselves, leave confluent-tuned out.
+its 1 GiB default; ``flush()`` overrides ``linger.ms``, so the last batches do not wait).
+Confluent's "Optimize clients for throughput" guide agrees (``batch.size`` 100,000-200,000
+or more, ``linger.ms`` 10-100; its lz4 and acks=1 are the run's choice here). rackafka and
+aiokafka keep the common settings above. The table shows each rate relative to aiokafka-C
+(``akC``) and to confluent-tuned (``cfT``); ``produce.json`` keeps them per client as
+``vs_aiokafka_c`` and ``vs_confluent_tuned``. The latency and batch suites, which set
+``linger_ms`` and batch sizes themselves, leave confluent-tuned out.
 
 Datasets (``--datasets``):
 
