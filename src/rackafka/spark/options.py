@@ -425,19 +425,25 @@ def _duration_ms(key: str, value: str) -> int:
     return int(int(match.group(1)) * _TIME_UNITS_MS.get(match.group(2) or "ms", 1))
 
 
+def _by_time(opts: Mapping[str, str], edge: str) -> OffsetSpec | None:
+    """``{edge}Timestamp``, else ``{edge}OffsetsByTimestamp`` (``edge``: ``"starting"`` or
+    ``"ending"``); None when neither is given."""
+    key = f"{edge}timestamp"
+    if key in opts:
+        return OffsetSpec("timestamp", timestamp=int_option(key, opts[key], 0))
+    key = f"{edge}offsetsbytimestamp"
+    if key in opts:
+        return _timestamps(key, opts[key])
+    return None
+
+
 def _start_and_end(
     opts: Mapping[str, str], streaming: bool
 ) -> tuple[OffsetSpec | None, OffsetSpec | None]:
     """``startingOffsets``/``endingOffsets`` and their timestamp forms, which take precedence
     as in Spark: ``*Timestamp`` over ``*OffsetsByTimestamp`` over ``*Offsets``."""
-    starting = ending = None
-    if "startingtimestamp" in opts:
-        starting = OffsetSpec(
-            "timestamp", timestamp=int_option("startingtimestamp", opts["startingtimestamp"], 0)
-        )
-    elif "startingoffsetsbytimestamp" in opts:
-        starting = _timestamps("startingoffsetsbytimestamp", opts["startingoffsetsbytimestamp"])
-    elif "startingoffsets" in opts:
+    starting = _by_time(opts, "starting")
+    if starting is None and "startingoffsets" in opts:
         allowed = ("earliest", "latest") if streaming else ("earliest",)
         starting = _offset_spec("startingoffsets", opts["startingoffsets"], allowed)
         if not streaming and any(v == LATEST for v in starting.offsets.values()):
@@ -449,13 +455,8 @@ def _start_and_end(
     ]
     if ends and streaming:
         raise InvalidOptionError(f"option {_name(ends[0])} is for batch queries only")
-    if "endingtimestamp" in opts:
-        ending = OffsetSpec(
-            "timestamp", timestamp=int_option("endingtimestamp", opts["endingtimestamp"], 0)
-        )
-    elif "endingoffsetsbytimestamp" in opts:
-        ending = _timestamps("endingoffsetsbytimestamp", opts["endingoffsetsbytimestamp"])
-    elif "endingoffsets" in opts:
+    ending = _by_time(opts, "ending")
+    if ending is None and "endingoffsets" in opts:
         ending = _offset_spec("endingoffsets", opts["endingoffsets"], ("latest",))
         if any(v == EARLIEST for v in ending.offsets.values()):
             raise InvalidOptionError("option endingOffsets cannot use -2 (earliest)")

@@ -22,7 +22,6 @@ from ._base import (
     PartitionInfo,
     RequestRecord,
     check_layout,
-    check_topic_args,
     probe_api_versions,
 )
 from ._clients import ClientPool
@@ -237,11 +236,6 @@ class EmbeddedCluster(_MockFaults):
 
     stop = close
 
-    @property
-    def running(self) -> bool:
-        """Whether the cluster is started and not closed."""
-        return self._state == "running"
-
     def __repr__(self) -> str:
         return (
             f"<EmbeddedCluster {self._state} brokers={self._broker_count} "
@@ -270,34 +264,10 @@ class EmbeddedCluster(_MockFaults):
         return self._front
 
     # -- topics ----------------------------------------------------------------------------
-    def create_topic(
-        self,
-        name: str,
-        partitions: int = 1,
-        replication_factor: int | None = None,
-        *,
-        leaders: Sequence[int] | None = None,
+    def _create_topic(
+        self, name: str, partitions: int, replication_factor: int, leaders: Sequence[int] | None
     ) -> list[PartitionInfo]:
-        """Create a topic and place its leaders.
-
-        The mock assigns each partition's replicas itself (read back from Metadata). Leaders
-        are then spread evenly: partition ``p`` is led by broker ``(p % brokers) + 1`` when
-        every broker holds a replica of every partition, otherwise by its replica that
-        leads the fewest partitions so far. Every partition starts at leader epoch 1.
-
-        Arguments:
-            name: topic name.
-            partitions: number of partitions.
-            replication_factor: replicas per partition (at most the number of brokers;
-                default 3, or the number of brokers when there are fewer).
-            leaders: explicit leader per partition (each must be one of its replicas).
-
-        Returns:
-            the partitions' :class:`PartitionInfo`.
-        """
-        replication_factor = check_topic_args(
-            name, partitions, replication_factor, leaders, self._broker_count
-        )
+        # The mock assigns the replicas; leaders are placed here (see create_topic).
         with self._lock:
             mc = self._mc()
             self._check(

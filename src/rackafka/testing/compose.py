@@ -21,8 +21,6 @@ from ._base import (
     PartitionInfo,
     _BrokerMetadataMixin,
     _Lifecycle,
-    check_topic_args,
-    replica_assignment,
 )
 from ._clients import ClientPool
 
@@ -269,26 +267,10 @@ class ComposeCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _Lifecycle):
                 out.append(rack)
         return tuple(out)
 
-    def create_topic(
-        self,
-        name: str,
-        partitions: int = 1,
-        replication_factor: int | None = None,
-        *,
-        leaders: Sequence[int] | None = None,
+    def _create_topic(
+        self, name: str, partitions: int, replication_factor: int, leaders: Sequence[int] | None
     ) -> list[PartitionInfo]:
-        """Create a topic whose partition ``p`` is led by broker ``(p % brokers) + 1``.
-
-        The replicas of each partition are its leader followed by the next brokers in id
-        order (an explicit replica assignment, so the layout matches the embedded cluster's).
-        """
-        admin_mod = __import__("confluent_kafka.admin", fromlist=["NewTopic"])
-        ids = sorted(self.brokers)
-        replication_factor = check_topic_args(
-            name, partitions, replication_factor, leaders, len(ids)
-        )
-        assignment = replica_assignment(ids, partitions, replication_factor, leaders)
-        topic = admin_mod.NewTopic(name, num_partitions=partitions, replica_assignment=assignment)
+        topic, assignment = self._assigned_topic(name, partitions, replication_factor, leaders)
         futures = self._clients().admin().create_topics([topic], request_timeout=30)
         futures[name].result()
         deadline = time.monotonic() + self._metadata_timeout

@@ -33,10 +33,8 @@ from ._base import (
     BrokerInfo,
     PartitionInfo,
     _BrokerMetadataMixin,
-    _Lifecycle,
+    _StatefulLifecycle,
     check_layout,
-    check_topic_args,
-    replica_assignment,
 )
 from ._clients import ClientPool
 from ._kafka_nodes import _Node, _port_free, _Processes, stop_processes
@@ -177,7 +175,7 @@ def _admin_error_retriable(exc: BaseException) -> bool:
     return bool(retriable()) if callable(retriable) else False
 
 
-class KafkaCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _Lifecycle):
+class KafkaCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _StatefulLifecycle):
     """A real Apache Kafka cluster: ``brokers`` KRaft nodes (broker and controller each)
     as JVMs on 127.0.0.1, broker ``i + 1`` in rack ``racks[i % len(racks)]``.
 
@@ -642,11 +640,6 @@ class KafkaCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _Lifecycle):
         elif self._work_dir is not None and (self._failed or keep):
             log.warning("Kafka broker logs kept in %s", self._work_dir)
 
-    @property
-    def running(self) -> bool:
-        """Whether the cluster is started and not closed."""
-        return self._state == "running"
-
     def mark_failed(self) -> None:
         """Keep the logs at :meth:`close` (a test that used the cluster failed)."""
         self._failed = True
@@ -753,18 +746,9 @@ class KafkaCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _Lifecycle):
             the partitions' :class:`PartitionInfo` (``leader_epoch`` is None: Metadata
             through confluent-kafka does not give it).
         """
-        ids = sorted(self._procs.nodes)
-        replication_factor = check_topic_args(
-            name, partitions, replication_factor, leaders, len(ids)
-        )
-        lead = [self._node(b).node_id for b in leaders] if leaders is not None else None
-        assignment = replica_assignment(ids, partitions, replication_factor, lead)
-        admin_mod = __import__("confluent_kafka.admin", fromlist=["NewTopic"])
-        topic = admin_mod.NewTopic(
-            name,
-            num_partitions=partitions,  # confluent-kafka 2.16 wants both
-            replica_assignment=assignment,
-            config={k: str(v) for k, v in (config or {}).items()},
+        replication_factor = self._checked_topic(name, partitions, replication_factor, leaders)
+        topic, assignment = self._assigned_topic(
+            name, partitions, replication_factor, leaders, config
         )
         deadline = time.monotonic() + timeout
         attempt = 0
