@@ -158,6 +158,18 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
     return b"".join(chunks)
 
 
+@dataclass(frozen=True)
+class _TopicRequest:
+    """A ``create_topic`` call, its arguments checked (the replication factor resolved)."""
+
+    name: str
+    partitions: int
+    replication_factor: int
+    leaders: Sequence[int] | None
+    config: Mapping[str, Any]
+    timeout: float | None
+
+
 _Self = TypeVar("_Self", bound="_Lifecycle")
 
 
@@ -471,6 +483,8 @@ class _BrokerLayoutMixin:
         replication_factor: int | None = None,
         *,
         leaders: Sequence[int] | None = None,
+        config: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
     ) -> list[PartitionInfo]:
         """Create a topic and place its leaders.
 
@@ -491,13 +505,19 @@ class _BrokerLayoutMixin:
                 default 3, or the number of brokers when there are fewer).
             leaders: explicit leader per partition (on the embedded cluster, each must be
                 one of its replicas).
+            config: topic configuration (``{"min.insync.replicas": 2}``); real brokers
+                only: the embedded cluster's mock keeps none and refuses it (ValueError).
+            timeout: seconds to wait for the topic and its leaders (default: the
+                cluster's metadata timeout; 60 for :class:`KafkaCluster`).
 
         Returns:
             the partitions' :class:`PartitionInfo` (``leader_epoch`` is None on real
             brokers: Metadata through confluent-kafka does not give it).
         """
         replication_factor = self._checked_topic(name, partitions, replication_factor, leaders)
-        return self._create_topic(name, partitions, replication_factor, leaders)
+        return self._create_topic(
+            _TopicRequest(name, partitions, replication_factor, leaders, config or {}, timeout)
+        )
 
     def _checked_topic(
         self,
@@ -512,7 +532,7 @@ class _BrokerLayoutMixin:
         return check_topic_args(name, partitions, replication_factor, leaders, len(self._brokers))
 
     def _create_topic(
-        self, name: str, partitions: int, replication_factor: int, leaders: Sequence[int] | None
+        self, request: _TopicRequest
     ) -> list[PartitionInfo]:  # pragma: no cover - overridden
         """:meth:`create_topic` once its arguments are checked."""
         raise NotImplementedError
@@ -533,26 +553,20 @@ class _BrokerMetadataMixin(_BrokerLayoutMixin, _ClientMixin):
             for p in sorted(tmd.partitions)
         ]
 
-    def _assigned_topic(
-        self,
-        name: str,
-        partitions: int,
-        replication_factor: int,
-        leaders: Sequence[int] | None,
-        config: Mapping[str, Any] | None = None,
-    ) -> tuple[Any, list[list[int]]]:
-        """The ``NewTopic`` of a :meth:`create_topic` (arguments checked) and its replica
-        assignment: partition ``p`` led by ``leaders[p]`` (default: the brokers in turn),
-        followed by the next brokers in id order."""
+    def _assigned_topic(self, request: _TopicRequest) -> tuple[Any, list[list[int]]]:
+        """The ``NewTopic`` of a :meth:`create_topic` and its replica assignment: partition
+        ``p`` led by ``leaders[p]`` (default: the brokers in turn), followed by the next
+        brokers in id order."""
         ids = sorted(self._brokers)
+        leaders = request.leaders
         lead = [self._broker_id(b) for b in leaders] if leaders is not None else None
-        assignment = replica_assignment(ids, partitions, replication_factor, lead)
+        assignment = replica_assignment(ids, request.partitions, request.replication_factor, lead)
         admin_mod = __import__("confluent_kafka.admin", fromlist=["NewTopic"])
         topic = admin_mod.NewTopic(
-            name,
-            num_partitions=partitions,  # confluent-kafka 2.16 wants both
+            request.name,
+            num_partitions=request.partitions,  # confluent-kafka 2.16 wants both
             replica_assignment=assignment,
-            config={k: str(v) for k, v in (config or {}).items()},
+            config={k: str(v) for k, v in request.config.items()},
         )
         return topic, assignment
 

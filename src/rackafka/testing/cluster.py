@@ -21,6 +21,7 @@ from ._base import (
     EmbeddedClusterError,
     PartitionInfo,
     RequestRecord,
+    _TopicRequest,
     check_layout,
     probe_api_versions,
 )
@@ -264,19 +265,28 @@ class EmbeddedCluster(_MockFaults):
         return self._front
 
     # -- topics ----------------------------------------------------------------------------
-    def _create_topic(
-        self, name: str, partitions: int, replication_factor: int, leaders: Sequence[int] | None
-    ) -> list[PartitionInfo]:
+    def _create_topic(self, request: _TopicRequest) -> list[PartitionInfo]:
+        name, partitions, leaders = request.name, request.partitions, request.leaders
         # The mock assigns the replicas; leaders are placed here (see create_topic).
+        if request.config:
+            raise ValueError(
+                "the embedded cluster keeps no topic configuration "
+                f"(config={dict(request.config)!r}): "
+                "use a real Kafka cluster for it"
+            )
         with self._lock:
             mc = self._mc()
             self._check(
                 self._call(
-                    "rd_kafka_mock_topic_create", mc, name.encode(), partitions, replication_factor
+                    "rd_kafka_mock_topic_create",
+                    mc,
+                    name.encode(),
+                    partitions,
+                    request.replication_factor,
                 ),
                 f"creating topic {name!r}",
             )
-            replicas = self._read_replicas(name, partitions)
+            replicas = self._read_replicas(name, partitions, request.timeout)
             n = self._broker_count
             parts: list[PartitionInfo] = []
             led: Counter[int] = Counter()
@@ -306,8 +316,10 @@ class EmbeddedCluster(_MockFaults):
                 self._apply_selector(topics=[name])
             return list(self._partitions[name])
 
-    def _read_replicas(self, topic: str, partitions: int) -> list[tuple[int, ...]]:
-        deadline = time.monotonic() + self._metadata_timeout
+    def _read_replicas(
+        self, topic: str, partitions: int, timeout: float | None
+    ) -> list[tuple[int, ...]]:
+        deadline = time.monotonic() + (self._metadata_timeout if timeout is None else timeout)
         clients = self._clients()
         while True:
             md = clients.metadata(max(0.5, deadline - time.monotonic()))

@@ -12,7 +12,6 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from ._base import (
     PartitionInfo,
     _BrokerMetadataMixin,
     _Lifecycle,
+    _TopicRequest,
 )
 from ._clients import ClientPool
 
@@ -267,13 +267,12 @@ class ComposeCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _Lifecycle):
                 out.append(rack)
         return tuple(out)
 
-    def _create_topic(
-        self, name: str, partitions: int, replication_factor: int, leaders: Sequence[int] | None
-    ) -> list[PartitionInfo]:
-        topic, assignment = self._assigned_topic(name, partitions, replication_factor, leaders)
+    def _create_topic(self, request: _TopicRequest) -> list[PartitionInfo]:
+        name, timeout = request.name, request.timeout
+        topic, assignment = self._assigned_topic(request)
         futures = self._clients().admin().create_topics([topic], request_timeout=30)
         futures[name].result()
-        deadline = time.monotonic() + self._metadata_timeout
+        deadline = time.monotonic() + (self._metadata_timeout if timeout is None else timeout)
         parts = self._await_leaders(name, assignment, deadline, 0.2)
         if parts is None:
             raise TimeoutError(f"topic {name!r} did not get its leaders in time")

@@ -34,6 +34,7 @@ from ._base import (
     PartitionInfo,
     _BrokerMetadataMixin,
     _StatefulLifecycle,
+    _TopicRequest,
     check_layout,
 )
 from ._clients import ClientPool
@@ -717,39 +718,10 @@ class KafkaCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _StatefulLifecy
             ) from None
 
     # -- topics ----------------------------------------------------------------------------
-    def create_topic(
-        self,
-        name: str,
-        partitions: int = 1,
-        replication_factor: int | None = None,
-        *,
-        leaders: Sequence[int] | None = None,
-        config: Mapping[str, Any] | None = None,
-        timeout: float = 60.0,
-    ) -> list[PartitionInfo]:
-        """Create a topic whose partition ``p`` is led by broker ``(p % brokers) + 1``
-        (or ``leaders[p]``), and wait until every partition has that leader.
-
-        The replicas of a partition are its leader followed by the next brokers in id order
-        (an explicit replica assignment, so the layout is the embedded cluster's and the
-        leader is the preferred one).
-
-        Arguments:
-            name: topic name.
-            partitions: number of partitions.
-            replication_factor: replicas per partition (default ``min(3, brokers)``).
-            leaders: explicit leader per partition.
-            config: topic configuration (``{"min.insync.replicas": 2}``).
-            timeout: seconds to wait for the leaders.
-
-        Returns:
-            the partitions' :class:`PartitionInfo` (``leader_epoch`` is None: Metadata
-            through confluent-kafka does not give it).
-        """
-        replication_factor = self._checked_topic(name, partitions, replication_factor, leaders)
-        topic, assignment = self._assigned_topic(
-            name, partitions, replication_factor, leaders, config
-        )
+    def _create_topic(self, request: _TopicRequest) -> list[PartitionInfo]:
+        name = request.name
+        timeout = 60.0 if request.timeout is None else request.timeout
+        topic, assignment = self._assigned_topic(request)
         deadline = time.monotonic() + timeout
         attempt = 0
         backoff = _ADMIN_RETRY.start()
