@@ -256,6 +256,15 @@ def test_create_topic_spreads_leaders_and_reads_replicas(cluster: EmbeddedCluste
         cluster.create_topic("too-many", 1, 4)
 
 
+def test_create_topic_refuses_topic_config_and_takes_a_timeout(cluster: EmbeddedCluster) -> None:
+    """The mock keeps no topic configuration: asking for one fails, naming it."""
+    with pytest.raises(ValueError, match=r"min\.insync\.replicas"):
+        cluster.create_topic("configured", 1, config={"min.insync.replicas": 2})
+    assert "configured" not in cluster.topics()
+    parts = cluster.create_topic("timed-topic", 2, timeout=30.0, config={})
+    assert [p.partition for p in parts] == [0, 1]
+
+
 def test_create_topic_with_fewer_replicas_keeps_leaders_among_replicas(
     cluster: EmbeddedCluster,
 ) -> None:
