@@ -159,9 +159,7 @@ def test_min_offsets_per_trigger_waits_for_records_or_the_delay(
             c.bootstrap_servers,
             "trickle",
             stream=True,
-            startingOffsets="earliest",
-            minOffsetsPerTrigger="150",
-            **options,
+            **{"startingOffsets": "earliest", "minOffsetsPerTrigger": "150", **options},
         )
         return (
             df.load().writeStream.format("noop").trigger(processingTime="100 milliseconds").start()
