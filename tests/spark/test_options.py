@@ -749,3 +749,25 @@ def test_resolve_client_rack_reads_os_environ(monkeypatch: pytest.MonkeyPatch) -
 def test_empty_rack_option_resolves_to_no_rack() -> None:
     o = parse(**{"kafka.client.rack": ""})
     assert resolve_client_rack(o.client_rack, {CLIENT_RACK_ENV: "az-b"}) is None
+
+
+@pytest.mark.parametrize("key", ["x", " 1", "+1", "1_0", "-0", ""])
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("startingOffsets", "5"),
+        ("endingOffsets", "5"),
+        ("startingOffsetsByTimestamp", "1700000000000"),
+        ("endingOffsetsByTimestamp", "1700000000000"),
+    ],
+)
+def test_partition_numbers_of_json_offsets_and_timestamps_are_digits(
+    option: str, value: str, key: str
+) -> None:
+    """Offsets and timestamps per partition read their partition numbers alike."""
+    text = f'{{"t":{{"{key}":{value}}}}}'
+    message = refused(opts(**{option: text}), option, "is not a partition number")
+    assert repr(key) in message
+    ok = parse(False, **{option: f'{{"t":{{"10":{value}}}}}'})
+    spec = ok.starting if option.startswith("starting") else ok.ending
+    assert spec is not None and ("t", 10) in spec.offsets

@@ -13,18 +13,13 @@ from rackafka.spark.options import InvalidOptionError
 from rackafka.spark.sink import SinkWriteError, check_sink_columns, parse_sink_options
 from rackafka.testing import EmbeddedCluster
 
+from ._frames import rackafka_reader
+
 pytestmark = pytest.mark.spark
 
 
 def _read(spark: Any, c: EmbeddedCluster, topic: str, **options: str) -> list[Any]:
-    r = (
-        spark.read.format("rackafka")
-        .option("kafka.bootstrap.servers", c.bootstrap_servers)
-        .option("subscribe", topic)
-    )
-    for k, v in options.items():
-        r = r.option(k, v)
-    return r.load().collect()
+    return rackafka_reader(spark, c.bootstrap_servers, topic, **options).load().collect()
 
 
 def test_write_a_dataframe_and_read_it_back_once(

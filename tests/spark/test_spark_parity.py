@@ -17,6 +17,8 @@ import pytest
 
 from rackafka.testing import EmbeddedCluster
 
+from ._frames import rackafka_reader
+
 pytestmark = pytest.mark.spark
 
 MINUTE = 60_000
@@ -37,15 +39,9 @@ def timed(embedded_cluster_factory: Callable[..., EmbeddedCluster]) -> tuple[Emb
 
 
 def _load(spark: Any, cluster: EmbeddedCluster, stream: bool = False, **options: str) -> Any:
-    r = spark.readStream if stream else spark.read
-    r = (
-        r.format("rackafka")
-        .option("kafka.bootstrap.servers", cluster.bootstrap_servers)
-        .option("subscribe", "timed")
-    )
-    for k, v in options.items():
-        r = r.option(k, v)
-    return r.load()
+    return rackafka_reader(
+        spark, cluster.bootstrap_servers, "timed", stream=stream, **options
+    ).load()
 
 
 def _rows(df: Any) -> list[tuple[int, int]]:
@@ -158,15 +154,13 @@ def test_min_offsets_per_trigger_waits_for_records_or_the_delay(
     c.produce("trickle", 100, partition="spread")
 
     def start(**options: str) -> Any:
-        df = (
-            spark.readStream.format("rackafka")
-            .option("kafka.bootstrap.servers", c.bootstrap_servers)
-            .option("subscribe", "trickle")
-            .option("startingOffsets", "earliest")
-            .option("minOffsetsPerTrigger", "150")
+        df = rackafka_reader(
+            spark,
+            c.bootstrap_servers,
+            "trickle",
+            stream=True,
+            **{"startingOffsets": "earliest", "minOffsetsPerTrigger": "150", **options},
         )
-        for k, v in options.items():
-            df = df.option(k, v)
         return (
             df.load().writeStream.format("noop").trigger(processingTime="100 milliseconds").start()
         )
@@ -206,14 +200,7 @@ def test_small_reads_keep_every_core_busy(spark: Any, embedded_cluster: Embedded
     assert cores >= 2
 
     def tasks(**options: str) -> int:
-        r = (
-            spark.read.format("rackafka")
-            .option("kafka.bootstrap.servers", c.bootstrap_servers)
-            .option("subscribe", "small")
-        )
-        for k, v in options.items():
-            r = r.option(k, v)
-        df = r.load()
+        df = rackafka_reader(spark, c.bootstrap_servers, "small", **options).load()
         assert df.count() == 60
         return int(df.rdd.getNumPartitions())
 
@@ -257,10 +244,12 @@ def test_pattern_assign_and_passed_through_options(
         c.produce(topic, 20, partition="spread")
 
     def read(**options: str) -> list[tuple[str, int, int]]:
-        r = spark.read.format("rackafka").option("kafka.bootstrap.servers", c.bootstrap_servers)
-        for k, v in options.items():
-            r = r.option(k, v)
-        rows = r.load().select("topic", "partition", "offset").collect()
+        rows = (
+            rackafka_reader(spark, c.bootstrap_servers, **options)
+            .load()
+            .select("topic", "partition", "offset")
+            .collect()
+        )
         return sorted((x.topic, x.partition, x.offset) for x in rows)
 
     every = {t: [(t, p, o) for p in range(2) for o in range(10)] for t in ("logs-web", "logs-db")}

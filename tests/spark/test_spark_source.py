@@ -11,6 +11,8 @@ import pytest
 
 from rackafka.testing import EmbeddedCluster
 
+from ._frames import rackafka_reader
+
 pytestmark = pytest.mark.spark
 
 TS_MS = 1_700_000_000_123
@@ -29,25 +31,11 @@ def _headers(i: int) -> list[tuple[str, bytes]]:
 
 
 def _reader(spark: Any, cluster: EmbeddedCluster, topic: str, **options: str) -> Any:
-    r = (
-        spark.read.format("rackafka")
-        .option("kafka.bootstrap.servers", cluster.bootstrap_servers)
-        .option("subscribe", topic)
-    )
-    for k, v in options.items():
-        r = r.option(k, v)
-    return r
+    return rackafka_reader(spark, cluster.bootstrap_servers, topic, **options)
 
 
 def _stream(spark: Any, cluster: EmbeddedCluster, topic: str, **options: str) -> Any:
-    r = (
-        spark.readStream.format("rackafka")
-        .option("kafka.bootstrap.servers", cluster.bootstrap_servers)
-        .option("subscribe", topic)
-    )
-    for k, v in options.items():
-        r = r.option(k, v)
-    return r.load()
+    return rackafka_reader(spark, cluster.bootstrap_servers, topic, stream=True, **options).load()
 
 
 def test_batch_read_equals_what_was_produced(

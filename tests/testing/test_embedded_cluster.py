@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import socket
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -29,6 +30,7 @@ from rackafka.testing import (
 from rackafka.testing._clients import summarize_indexes
 
 from . import _rawkafka
+from ._confluent import consume_with_confluent
 
 ck = pytest.importorskip("confluent_kafka", reason="the embedded cluster needs confluent-kafka")
 
@@ -133,9 +135,16 @@ def test_unreferenced_cluster_is_destroyed() -> None:
     assert _refused(broker.host, broker.port)
 
 
-def test_interpreter_exit_without_close_is_clean(tmp_path: object) -> None:
-    import subprocess
+def _run_python(code: str) -> subprocess.CompletedProcess[str]:
+    """``code`` run by a new interpreter (this one's), which must exit with status 0."""
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc
 
+
+def test_interpreter_exit_without_close_is_clean(tmp_path: object) -> None:
     code = (
         "from rackafka.testing import EmbeddedCluster\n"
         "import confluent_kafka\n"
@@ -145,10 +154,7 @@ def test_interpreter_exit_without_close_is_clean(tmp_path: object) -> None:
         "keep = c\n"
         "print('started', flush=True)\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert proc.returncode == 0, proc.stderr
+    proc = _run_python(code)
     assert proc.stdout.strip() == "started"
     assert "Assertion" not in proc.stderr and "Traceback" not in proc.stderr
 
@@ -200,8 +206,6 @@ def test_missing_confluent_kafka_gives_clear_import_error(
 
 
 def test_package_imports_without_confluent_kafka() -> None:
-    import subprocess
-
     code = (
         "import sys\n"
         "sys.modules['confluent_kafka'] = None\n"
@@ -211,10 +215,7 @@ def test_package_imports_without_confluent_kafka() -> None:
         "except ImportError as exc:\n"
         "    print(type(exc).__name__, exc)\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert proc.returncode == 0, proc.stderr
+    proc = _run_python(code)
     assert proc.stdout.startswith("ConfluentKafkaMissingError")
     assert "pip install rackafka[testing]" in proc.stdout
 
@@ -253,6 +254,15 @@ def test_create_topic_spreads_leaders_and_reads_replicas(cluster: EmbeddedCluste
         cluster.create_topic("layout", 1)
     with pytest.raises(ValueError, match="replication_factor"):
         cluster.create_topic("too-many", 1, 4)
+
+
+def test_create_topic_refuses_topic_config_and_takes_a_timeout(cluster: EmbeddedCluster) -> None:
+    """The mock keeps no topic configuration: asking for one fails, naming it."""
+    with pytest.raises(ValueError, match=r"min\.insync\.replicas"):
+        cluster.create_topic("configured", 1, config={"min.insync.replicas": 2})
+    assert "configured" not in cluster.topics()
+    parts = cluster.create_topic("timed-topic", 2, timeout=30.0, config={})
+    assert [p.partition for p in parts] == [0, 1]
 
 
 def test_create_topic_with_fewer_replicas_keeps_leaders_among_replicas(
@@ -714,23 +724,8 @@ def test_methods_need_a_running_cluster() -> None:
 
 def _read_with_confluent(c: EmbeddedCluster, topic: str, count: int) -> list[Any]:
     """Every record of ``topic``, read by the reference client (confluent-kafka)."""
-    consumer = ck.Consumer(
-        {
-            "bootstrap.servers": c.bootstrap_servers,
-            "group.id": f"read-{topic}",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
-    consumer.subscribe([topic])
-    got: list[Any] = []
-    deadline = time.monotonic() + 30
-    try:
-        while len(got) < count and time.monotonic() < deadline:
-            got.extend(m for m in consumer.consume(num_messages=500, timeout=0.5) if not m.error())
-    finally:
-        consumer.close()
-    return got
+    conf = {"bootstrap.servers": c.bootstrap_servers, "group.id": f"read-{topic}"}
+    return consume_with_confluent(conf, topic, count)
 
 
 @pytest.mark.parametrize("client", ["rackafka", "confluent-kafka"])

@@ -17,6 +17,8 @@ from rackafka.protocol import frames
 from rackafka.protocol.apis.metadata import METADATA
 from rackafka.testing import EmbeddedCluster, SecureFront
 
+from ._confluent import consume_with_confluent
+
 confluent_kafka = pytest.importorskip("confluent_kafka", reason="confluent-kafka is the reference")
 pytest.importorskip("trustme", reason="trustme (testing extra) makes the front's certificates")
 pytest.importorskip("scramp", reason="scramp (testing extra) is the front's SCRAM")
@@ -39,25 +41,8 @@ def front_of(cluster: EmbeddedCluster, **kwargs: Any) -> SecureFront:
 
 
 def consume_all(conf: dict[str, Any], topic: str = "secured", count: int = COUNT) -> list[Any]:
-    consumer = confluent_kafka.Consumer(
-        {
-            **conf,
-            "group.id": f"g-{uuid.uuid4().hex[:8]}",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
-    consumer.subscribe([topic])
-    got: list[Any] = []
-    deadline = time.monotonic() + 30
-    try:
-        while len(got) < count and time.monotonic() < deadline:
-            for m in consumer.consume(num_messages=500, timeout=0.5):
-                if m.error() is None:
-                    got.append((m.partition(), m.offset()))
-    finally:
-        consumer.close()
-    return got
+    conf = {**conf, "group.id": f"g-{uuid.uuid4().hex[:8]}"}
+    return [(m.partition(), m.offset()) for m in consume_with_confluent(conf, topic, count)]
 
 
 def oauth_cb(_config: str) -> tuple[str, float]:

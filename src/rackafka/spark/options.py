@@ -12,7 +12,7 @@ import logging
 import os
 import re
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -273,9 +273,7 @@ class SourceOptions:
     def consumer_kwargs(self) -> dict[str, Any]:
         """Keywords for a consumer of this read, TLS context and credentials included
         (built in the calling process: executors build their own)."""
-        if self.security is None:
-            return dict(self.consumer)
-        return {**self.consumer, **self.security.consumer_kwargs()}
+        return with_security(self.consumer, self.security)
 
     def starting_or(self, default: str) -> OffsetSpec:
         """``startingOffsets``, or ``default`` when it was not given."""
@@ -366,54 +364,50 @@ def _offset_spec(key: str, value: str, allowed: tuple[str, ...]) -> OffsetSpec:
             f"option {_name(key)} must be 'earliest', 'latest' or JSON offsets per partition "
             f'such as {{"topicA":{{"0":23,"1":-2}}}}, not {value!r}'
         )
-    parsed = _json_object(key, text)
-    offsets: dict[tuple[str, int], int] = {}
-    for topic, parts in parsed.items():
+
+    def check(topic: str, partition: int, off: object) -> None:
+        if not isinstance(off, int) or isinstance(off, bool) or off < EARLIEST:
+            raise InvalidOptionError(
+                f"option {_name(key)}: the offset of {topic}-{partition} must be an offset, "
+                f"-2 (earliest) or -1 (latest), not {off!r}"
+            )
+
+    return OffsetSpec("offsets", _per_partition(key, text, "offsets", 23, check))
+
+
+def _per_partition(
+    key: str, text: str, what: str, example: int, check: Callable[[str, int, object], None]
+) -> dict[tuple[str, int], int]:
+    """A JSON object of topic -> {partition: value}, by ``(topic, partition)``; ``check``
+    refuses a value (InvalidOptionError), ``what`` and ``example`` describe the values."""
+    out: dict[tuple[str, int], int] = {}
+    for topic, parts in _json_object(key, text).items():
         if not isinstance(parts, dict) or not parts:
             raise InvalidOptionError(
-                f"option {_name(key)}: topic {topic!r} must map partitions to offsets, "
-                f'as in {{{json.dumps(topic)}:{{"0":23}}}}'
+                f"option {_name(key)}: topic {topic!r} must map partitions to {what}, "
+                f'as in {{{json.dumps(topic)}:{{"0":{example}}}}}'
             )
-        for p, off in parts.items():
-            try:
-                partition = int(p)
-            except ValueError:
-                partition = -1
-            if partition < 0:
+        for p, value in parts.items():
+            if not (isinstance(p, str) and re.fullmatch(r"[0-9]+", p)):
                 raise InvalidOptionError(
                     f"option {_name(key)}: {p!r} of topic {topic!r} is not a partition number"
                 )
-            if not isinstance(off, int) or isinstance(off, bool) or off < EARLIEST:
-                raise InvalidOptionError(
-                    f"option {_name(key)}: the offset of {topic}-{partition} must be an offset, "
-                    f"-2 (earliest) or -1 (latest), not {off!r}"
-                )
-            offsets[(topic, partition)] = off
-    return OffsetSpec("offsets", offsets)
+            check(topic, int(p), value)
+            out[(topic, int(p))] = value
+    return out
 
 
 def _timestamps(key: str, value: str) -> OffsetSpec:
     """``{"topicA":{"0":1700000000000}}``: a timestamp (ms) per partition."""
-    parsed = _json_object(key, value.strip())
-    times: dict[tuple[str, int], int] = {}
-    for topic, parts in parsed.items():
-        if not isinstance(parts, dict) or not parts:
+
+    def check(topic: str, partition: int, ts: object) -> None:
+        if not isinstance(ts, int) or isinstance(ts, bool) or ts < 0:
             raise InvalidOptionError(
-                f"option {_name(key)}: topic {topic!r} must map partitions to timestamps in "
-                f'milliseconds, as in {{{json.dumps(topic)}:{{"0":1700000000000}}}}'
+                f"option {_name(key)}: the timestamp of {topic}-{partition} must be "
+                f"milliseconds since the epoch (0 or more), not {ts!r}"
             )
-        for p, ts in parts.items():
-            partition = int(p) if isinstance(p, str) and re.fullmatch(r"[0-9]+", p) else -1
-            if partition < 0:
-                raise InvalidOptionError(
-                    f"option {_name(key)}: {p!r} of topic {topic!r} is not a partition number"
-                )
-            if not isinstance(ts, int) or isinstance(ts, bool) or ts < 0:
-                raise InvalidOptionError(
-                    f"option {_name(key)}: the timestamp of {topic}-{partition} must be "
-                    f"milliseconds since the epoch (0 or more), not {ts!r}"
-                )
-            times[(topic, partition)] = ts
+
+    times = _per_partition(key, value.strip(), "timestamps in milliseconds", 1700000000000, check)
     return OffsetSpec("timestamps", times)
 
 
@@ -431,19 +425,25 @@ def _duration_ms(key: str, value: str) -> int:
     return int(int(match.group(1)) * _TIME_UNITS_MS.get(match.group(2) or "ms", 1))
 
 
+def _by_time(opts: Mapping[str, str], edge: str) -> OffsetSpec | None:
+    """``{edge}Timestamp``, else ``{edge}OffsetsByTimestamp`` (``edge``: ``"starting"`` or
+    ``"ending"``); None when neither is given."""
+    key = f"{edge}timestamp"
+    if key in opts:
+        return OffsetSpec("timestamp", timestamp=int_option(key, opts[key], 0))
+    key = f"{edge}offsetsbytimestamp"
+    if key in opts:
+        return _timestamps(key, opts[key])
+    return None
+
+
 def _start_and_end(
     opts: Mapping[str, str], streaming: bool
 ) -> tuple[OffsetSpec | None, OffsetSpec | None]:
     """``startingOffsets``/``endingOffsets`` and their timestamp forms, which take precedence
     as in Spark: ``*Timestamp`` over ``*OffsetsByTimestamp`` over ``*Offsets``."""
-    starting = ending = None
-    if "startingtimestamp" in opts:
-        starting = OffsetSpec(
-            "timestamp", timestamp=int_option("startingtimestamp", opts["startingtimestamp"], 0)
-        )
-    elif "startingoffsetsbytimestamp" in opts:
-        starting = _timestamps("startingoffsetsbytimestamp", opts["startingoffsetsbytimestamp"])
-    elif "startingoffsets" in opts:
+    starting = _by_time(opts, "starting")
+    if starting is None and "startingoffsets" in opts:
         allowed = ("earliest", "latest") if streaming else ("earliest",)
         starting = _offset_spec("startingoffsets", opts["startingoffsets"], allowed)
         if not streaming and any(v == LATEST for v in starting.offsets.values()):
@@ -455,13 +455,8 @@ def _start_and_end(
     ]
     if ends and streaming:
         raise InvalidOptionError(f"option {_name(ends[0])} is for batch queries only")
-    if "endingtimestamp" in opts:
-        ending = OffsetSpec(
-            "timestamp", timestamp=int_option("endingtimestamp", opts["endingtimestamp"], 0)
-        )
-    elif "endingoffsetsbytimestamp" in opts:
-        ending = _timestamps("endingoffsetsbytimestamp", opts["endingoffsetsbytimestamp"])
-    elif "endingoffsets" in opts:
+    ending = _by_time(opts, "ending")
+    if ending is None and "endingoffsets" in opts:
         ending = _offset_spec("endingoffsets", opts["endingoffsets"], ("latest",))
         if any(v == EARLIEST for v in ending.offsets.values()):
             raise InvalidOptionError("option endingOffsets cannot use -2 (earliest)")
@@ -603,6 +598,53 @@ def check_client_options(table: Table, servers: str, kwargs: Mapping[str, Any]) 
         raise InvalidOptionError(*exc.args) from None
 
 
+def lower_options(options: Mapping[str, str]) -> dict[str, str]:
+    """The options of a read or write by lower-cased name (as Spark hands them over), a
+    missing value as ``""``.
+
+    Raises:
+        InvalidOptionError: an option is given twice (in two spellings).
+    """
+    opts: dict[str, str] = {}
+    for raw_key, raw_value in options.items():
+        key = str(raw_key).lower()
+        if key in opts:
+            raise InvalidOptionError(f"option {raw_key} is given twice")
+        opts[key] = "" if raw_value is None else str(raw_value)
+    return opts
+
+
+def required_servers(opts: Mapping[str, str]) -> str:
+    """``kafka.bootstrap.servers`` of lower-cased options (InvalidOptionError when missing)."""
+    servers = opts.get("kafka.bootstrap.servers", "").strip()
+    if not servers:
+        raise InvalidOptionError("option kafka.bootstrap.servers is required (host:port,...)")
+    return servers
+
+
+def client_rack_option(opts: Mapping[str, str]) -> str | None:
+    """``kafka.client.rack`` of lower-cased options (default :data:`RACK_FROM_ENV`)."""
+    return opts.get("kafka.client.rack", RACK_FROM_ENV).strip() or None
+
+
+def with_security(keywords: Mapping[str, Any], security: SecuritySettings | None) -> dict[str, Any]:
+    """Client keywords with the TLS context and credentials of ``security`` added (built
+    in the calling process: executors build their own)."""
+    if security is None:
+        return dict(keywords)
+    return {**keywords, **security.consumer_kwargs()}
+
+
+def checked_security(
+    table: Table, opts: Mapping[str, str], servers: str, keywords: Mapping[str, Any]
+) -> SecuritySettings | None:
+    """The security options of a read or write, checked with the client ``keywords`` by
+    ``table`` (see :func:`check_client_options`)."""
+    security = parse_security(opts, servers)
+    check_client_options(table, servers, with_security(keywords, security))
+    return security
+
+
 _warned: set[tuple[str, str]] = set()
 
 
@@ -629,12 +671,7 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
         InvalidOptionError: an option is unknown, missing, or has an invalid value;
             the message names it.
     """
-    opts: dict[str, str] = {}
-    for raw_key, raw_value in options.items():
-        key = str(raw_key).lower()
-        if key in opts:
-            raise InvalidOptionError(f"option {raw_key} is given twice")
-        opts[key] = "" if raw_value is None else str(raw_value)
+    opts = lower_options(options)
 
     consumer: dict[str, Any] = {}
     ignored: dict[str, str] = {}
@@ -650,9 +687,7 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
         # Spark ignores options it does not know (a typo goes unnoticed there): warn.
         ignored[key] = "not an option of the rackafka source (nor of Spark's Kafka source)"
 
-    servers = opts.get("kafka.bootstrap.servers", "").strip()
-    if not servers:
-        raise InvalidOptionError("option kafka.bootstrap.servers is required (host:port,...)")
+    servers = required_servers(opts)
 
     chosen = [k for k in ("subscribe", "subscribepattern", "assign") if k in opts]
     if len(chosen) != 1:
@@ -713,11 +748,7 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
     if "minpartitions" in opts:
         min_partitions = int_option("minpartitions", opts["minpartitions"], 1)
 
-    security = parse_security(opts, servers)
-    kwargs = {**consumer, **(security.consumer_kwargs() if security else {})}
-    check_client_options(CONSUMER, servers, kwargs)
-    rack_setting = opts.get("kafka.client.rack", RACK_FROM_ENV).strip()
-    client_rack: str | None = rack_setting or None
+    security = checked_security(CONSUMER, opts, servers, consumer)
 
     warn_ignored(ignored)
     return SourceOptions(
@@ -736,7 +767,7 @@ def parse_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
         min_partitions=min_partitions,
         include_headers=bool_option("includeheaders", opts.get("includeheaders", "false")),
         fail_on_data_loss=bool_option("failondataloss", opts.get("failondataloss", "true")),
-        client_rack=client_rack,
+        client_rack=client_rack_option(opts),
         poll_timeout_ms=int_option(
             "kafkaconsumer.polltimeoutms", opts.get("kafkaconsumer.polltimeoutms", "120000"), 1
         ),

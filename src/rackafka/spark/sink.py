@@ -29,14 +29,18 @@ from rackafka.spark.options import (
     CLIENT_OPTIONS,
     RACK_AUTO,
     RACK_FROM_ENV,
-    check_client_options,
+    checked_security,
+    client_rack_option,
     kafka_option,
     kafka_options,
+    lower_options,
+    required_servers,
     resolve_client_rack,
     warn_ignored,
+    with_security,
 )
 from rackafka.spark.reader import TaskReport, publish_report, rack_source
-from rackafka.spark.security import SECURITY_OPTIONS, SecuritySettings, parse_security
+from rackafka.spark.security import SECURITY_OPTIONS, SecuritySettings
 
 __all__ = ["SinkOptions", "check_sink_columns", "parse_sink_options", "write_rows"]
 
@@ -100,10 +104,7 @@ class SinkOptions:
 
     def producer_kwargs(self) -> dict[str, Any]:
         """Keywords for the producer of a task (TLS context and credentials built here)."""
-        out = dict(self.producer)
-        if self.security is not None:
-            out.update(self.security.consumer_kwargs())
-        return out
+        return with_security(self.producer, self.security)
 
 
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
@@ -113,12 +114,7 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         InvalidOptionError: an option is missing or has an invalid value; the message
             names it.
     """
-    opts: dict[str, str] = {}
-    for raw_key, raw_value in options.items():
-        key = str(raw_key).lower()
-        if key in opts:
-            raise InvalidOptionError(f"option {raw_key} is given twice")
-        opts[key] = "" if raw_value is None else str(raw_value)
+    opts = lower_options(options)
     producer: dict[str, Any] = {}
     ignored: dict[str, str] = {}
     for key in sorted(opts):
@@ -133,9 +129,7 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
             ignored[key] = "not a Kafka producer setting rackafka knows"
         else:
             ignored[key] = "not an option of the rackafka sink (nor of Spark's Kafka sink)"
-    servers = opts.get("kafka.bootstrap.servers", "").strip()
-    if not servers:
-        raise InvalidOptionError("option kafka.bootstrap.servers is required (host:port,...)")
+    servers = required_servers(opts)
     topic = opts.get("topic")
     if topic is not None and not topic.strip():
         raise InvalidOptionError("option topic must not be empty")
@@ -144,14 +138,12 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         raise InvalidOptionError(
             f"option rackafka.rackAwarePartitioning must be 'true' or 'false', not {aware!r}"
         )
-    security = parse_security(opts, servers)
-    kwargs = {**producer, **(security.consumer_kwargs() if security else {})}
-    check_client_options(PRODUCER, servers, kwargs)
+    security = checked_security(PRODUCER, opts, servers, producer)
     warn_ignored(ignored)
     return SinkOptions(
         bootstrap_servers=servers,
         topic=topic.strip() if topic else None,
-        client_rack=opts.get("kafka.client.rack", RACK_FROM_ENV).strip() or None,
+        client_rack=client_rack_option(opts),
         rack_aware_partitioning=aware == "true",
         producer=producer,
         security=security,

@@ -4,12 +4,13 @@ broker layout and metadata look-ups, and the context-manager protocol."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import re
 import socket
 import struct
 import time
-from collections.abc import Sequence, Set
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -157,6 +158,18 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
     return b"".join(chunks)
 
 
+@dataclass(frozen=True)
+class _TopicRequest:
+    """A ``create_topic`` call, its arguments checked (the replication factor resolved)."""
+
+    name: str
+    partitions: int
+    replication_factor: int
+    leaders: Sequence[int] | None
+    config: Mapping[str, Any]
+    timeout: float | None
+
+
 _Self = TypeVar("_Self", bound="_Lifecycle")
 
 
@@ -169,14 +182,6 @@ class _Lifecycle:
 
     def close(self) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
-
-    def _startable(self) -> bool:
-        """For :meth:`start`, under the object's lock: False when it is already running;
-        RuntimeError when it was closed (a closed cluster cannot be restarted)."""
-        state = getattr(self, "_state", "new")
-        if state == "closed":
-            raise RuntimeError(f"this {type(self).__name__} was closed; create a new one")
-        return state != "running"
 
     def _exiting_on_error(self) -> None:
         """Called before :meth:`close` when the ``with`` block raised."""
@@ -198,6 +203,24 @@ class _Lifecycle:
         if exc_type is not None:
             self._exiting_on_error()
         await asyncio.to_thread(self.close)
+
+
+class _StatefulLifecycle(_Lifecycle):
+    """A cluster whose ``_state`` goes ``"new"`` -> ``"running"`` -> ``"closed"``."""
+
+    _state: str = "new"
+
+    def _startable(self) -> bool:
+        """For :meth:`start`, under the object's lock: False when it is already running;
+        RuntimeError when it was closed (a closed cluster cannot be restarted)."""
+        if self._state == "closed":
+            raise RuntimeError(f"this {type(self).__name__} was closed; create a new one")
+        return self._state != "running"
+
+    @property
+    def running(self) -> bool:
+        """Whether the cluster is started and not closed."""
+        return self._state == "running"
 
 
 class _ClientMixin:
@@ -297,9 +320,8 @@ class _ClientMixin:
             raise ValueError(f"client must be 'rackafka' or 'confluent-kafka', not {client!r}")
         from ._produce import produce_with_rackafka
 
-        return await produce_with_rackafka(
-            self._clients().bootstrap_servers, topic, count, **kwargs
-        )
+        call = produce_arguments(topic, count, kwargs)
+        return await produce_with_rackafka(self._clients().bootstrap_servers, call)
 
     def produce_transactional(
         self,
@@ -394,6 +416,19 @@ class _ClientMixin:
         return self._clients().describe_cluster(self._metadata_timeout)
 
 
+_PRODUCE_SIGNATURE = inspect.signature(_ClientMixin.produce)
+
+
+def produce_arguments(topic: str, count: int, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments of a :meth:`_ClientMixin.produce` call by name, its defaults filled
+    in: the one keyword list of every produce path (TypeError for an unknown keyword)."""
+    bound = _PRODUCE_SIGNATURE.bind(None, topic, count, **kwargs)
+    bound.apply_defaults()
+    call = dict(bound.arguments)
+    del call["self"]
+    return call
+
+
 class _BrokerLayoutMixin:
     """The brokers of a test cluster and their racks."""
 
@@ -440,6 +475,68 @@ class _BrokerLayoutMixin:
         """Ids of the brokers currently down (set down with :meth:`broker_down`)."""
         return frozenset(self._down)
 
+    # -- topics ----------------------------------------------------------------------------
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        replication_factor: int | None = None,
+        *,
+        leaders: Sequence[int] | None = None,
+        config: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+    ) -> list[PartitionInfo]:
+        """Create a topic and place its leaders.
+
+        The embedded cluster lets the mock choose each partition's replicas (read back from
+        Metadata) and then spreads the leaders evenly: partition ``p`` is led by broker
+        ``(p % brokers) + 1`` when every broker holds a replica of every partition,
+        otherwise by its replica that leads the fewest partitions so far; every partition
+        starts at leader epoch 1. The clusters of real brokers give an explicit replica
+        assignment: partition ``p`` is led by broker ``(p % brokers) + 1`` (or
+        ``leaders[p]``), followed by the next brokers in id order (so the leader is the
+        preferred one, and the layout the embedded cluster's); they return once every
+        partition has that leader.
+
+        Arguments:
+            name: topic name.
+            partitions: number of partitions.
+            replication_factor: replicas per partition (at most the number of brokers;
+                default 3, or the number of brokers when there are fewer).
+            leaders: explicit leader per partition (on the embedded cluster, each must be
+                one of its replicas).
+            config: topic configuration (``{"min.insync.replicas": 2}``); real brokers
+                only: the embedded cluster's mock keeps none and refuses it (ValueError).
+            timeout: seconds to wait for the topic and its leaders (default: the
+                cluster's metadata timeout; 60 for :class:`KafkaCluster`).
+
+        Returns:
+            the partitions' :class:`PartitionInfo` (``leader_epoch`` is None on real
+            brokers: Metadata through confluent-kafka does not give it).
+        """
+        replication_factor = self._checked_topic(name, partitions, replication_factor, leaders)
+        return self._create_topic(
+            _TopicRequest(name, partitions, replication_factor, leaders, config or {}, timeout)
+        )
+
+    def _checked_topic(
+        self,
+        name: str,
+        partitions: int,
+        replication_factor: int | None,
+        leaders: Sequence[int] | None,
+    ) -> int:
+        """:meth:`create_topic`'s arguments checked on a running cluster; the replication
+        factor (default: 3, or the number of brokers when there are fewer)."""
+        self._require_running()
+        return check_topic_args(name, partitions, replication_factor, leaders, len(self._brokers))
+
+    def _create_topic(
+        self, request: _TopicRequest
+    ) -> list[PartitionInfo]:  # pragma: no cover - overridden
+        """:meth:`create_topic` once its arguments are checked."""
+        raise NotImplementedError
+
 
 class _BrokerMetadataMixin(_BrokerLayoutMixin, _ClientMixin):
     """Topic and broker look-ups of the clusters of real Kafka brokers (``KafkaCluster``,
@@ -455,6 +552,23 @@ class _BrokerMetadataMixin(_BrokerLayoutMixin, _ClientMixin):
             )
             for p in sorted(tmd.partitions)
         ]
+
+    def _assigned_topic(self, request: _TopicRequest) -> tuple[Any, list[list[int]]]:
+        """The ``NewTopic`` of a :meth:`create_topic` and its replica assignment: partition
+        ``p`` led by ``leaders[p]`` (default: the brokers in turn), followed by the next
+        brokers in id order."""
+        ids = sorted(self._brokers)
+        leaders = request.leaders
+        lead = [self._broker_id(b) for b in leaders] if leaders is not None else None
+        assignment = replica_assignment(ids, request.partitions, request.replication_factor, lead)
+        admin_mod = __import__("confluent_kafka.admin", fromlist=["NewTopic"])
+        topic = admin_mod.NewTopic(
+            request.name,
+            num_partitions=request.partitions,  # confluent-kafka 2.16 wants both
+            replica_assignment=assignment,
+            config={k: str(v) for k, v in request.config.items()},
+        )
+        return topic, assignment
 
     def _await_leaders(
         self, topic: str, assignment: Sequence[Sequence[int]], deadline: float, poll_s: float

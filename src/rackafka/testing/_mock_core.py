@@ -14,7 +14,7 @@ from ._base import (
     PartitionInfo,
     _BrokerLayoutMixin,
     _ClientMixin,
-    _Lifecycle,
+    _StatefulLifecycle,
 )
 from ._clients import ClientPool
 from ._librdkafka import Librdkafka, mock_clock_kind
@@ -128,7 +128,7 @@ class _Handles:
             self.lib.destroy_handle(rk)
 
 
-class _MockCore(_BrokerLayoutMixin, _ClientMixin, _Lifecycle):
+class _MockCore(_BrokerLayoutMixin, _ClientMixin, _StatefulLifecycle):
     """The state and native calls the embedded cluster's methods share."""
 
     _lib: Librdkafka

@@ -8,18 +8,16 @@ a worker thread; confluent-kafka stays the reference client the tests compare wi
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 from rackafka.errors import KafkaError
 
 from ._clients import (
     STALL_SECONDS,
-    HeadersArg,
-    KeyArg,
     PartitionArg,
     ProduceError,
     ProduceResult,
-    ValueArg,
     _check_compression,
     _check_partition_arg,
     missing_message,
@@ -35,29 +33,15 @@ def _as_bytes(value: bytes | str | None) -> bytes | None:
     return value.encode() if isinstance(value, str) else value
 
 
-async def produce_with_rackafka(
-    bootstrap_servers: str,
-    topic: str,
-    count: int,
-    *,
-    value_size: int = 100,
-    key: KeyArg = None,
-    value: ValueArg = None,
-    headers: HeadersArg = None,
-    partition: PartitionArg = None,
-    batch_size: int | None = None,
-    compression: str = "none",
-    linger_ms: float | None = None,
-    timestamp_ms: int | None = None,
-    idempotent: bool = False,
-    timeout: float | None = None,
-) -> ProduceResult:
+async def produce_with_rackafka(bootstrap_servers: str, call: Mapping[str, Any]) -> ProduceResult:
     """Produce ``count`` numbered records with :class:`rackafka.AIOKafkaProducer` and wait
-    for every acknowledgement (``acks="all"``); see ``EmbeddedCluster.produce``.
+    for every acknowledgement (``acks="all"``).
 
-    ``timeout``: seconds for the whole call; by default there is no total limit and the call
-    gives up when no record was sent or acknowledged for :data:`STALL_SECONDS` (a slow
-    machine, or many records, is not a failure; a stall is).
+    ``call``: the arguments of ``EmbeddedCluster.produce`` by name, every one given
+    (:func:`~rackafka.testing._base.produce_arguments` fills in the defaults); they mean
+    what they mean there, except that without a ``timeout`` there is no total limit and
+    the call gives up when no record was sent or acknowledged for :data:`STALL_SECONDS`
+    (a slow machine, or many records, is not a failure; a stall is).
 
     Raises:
         ProduceError: some records were not delivered; it says which (record numbers, and
@@ -65,8 +49,14 @@ async def produce_with_rackafka(
     """
     from rackafka.producer.producer import AIOKafkaProducer
 
+    topic: str = call["topic"]
+    count: int = call["count"]
+    partition: PartitionArg = call["partition"]
+    batch_size: int | None = call["batch_size"]
+    linger_ms: float | None = call["linger_ms"]
+    timeout: float | None = call["timeout"]
     _check_partition_arg(partition)
-    codec = _check_compression(compression)
+    codec = _check_compression(call["compression"])
     if count < 0:
         raise ValueError(f"count must be >= 0, got {count}")
     if batch_size is not None and batch_size < 1:
@@ -78,7 +68,7 @@ async def produce_with_rackafka(
         bootstrap_servers=bootstrap_servers,
         client_id="rackafka-testing",
         acks="all",
-        enable_idempotence=idempotent,
+        enable_idempotence=call["idempotent"],
         compression_type=None if codec == "none" else codec,
         max_batch_size=batch,
         max_request_size=max(1_048_576, batch + 65_536),
@@ -96,7 +86,13 @@ async def produce_with_rackafka(
         nonlocal partitions
         partitions = len(await producer.partitions_for(topic)) if partition == "spread" else 0
         for i in range(count):
-            k, v, h = record_at(i, value_size=value_size, key=key, value=value, headers=headers)
+            k, v, h = record_at(
+                i,
+                value_size=call["value_size"],
+                key=call["key"],
+                value=call["value"],
+                headers=call["headers"],
+            )
             if partition == "spread":
                 p: int | None = i % partitions
             else:
@@ -106,7 +102,7 @@ async def produce_with_rackafka(
                 _as_bytes(v),
                 key=_as_bytes(k),
                 partition=p,
-                timestamp_ms=timestamp_ms,
+                timestamp_ms=call["timestamp_ms"],
                 headers=[(n, _as_bytes(hv)) for n, hv in h] if h is not None else None,
             )
             pending.append((i, future))

@@ -21,8 +21,8 @@ from ._base import (
     EmbeddedClusterError,
     PartitionInfo,
     RequestRecord,
+    _TopicRequest,
     check_layout,
-    check_topic_args,
     probe_api_versions,
 )
 from ._clients import ClientPool
@@ -237,11 +237,6 @@ class EmbeddedCluster(_MockFaults):
 
     stop = close
 
-    @property
-    def running(self) -> bool:
-        """Whether the cluster is started and not closed."""
-        return self._state == "running"
-
     def __repr__(self) -> str:
         return (
             f"<EmbeddedCluster {self._state} brokers={self._broker_count} "
@@ -270,43 +265,28 @@ class EmbeddedCluster(_MockFaults):
         return self._front
 
     # -- topics ----------------------------------------------------------------------------
-    def create_topic(
-        self,
-        name: str,
-        partitions: int = 1,
-        replication_factor: int | None = None,
-        *,
-        leaders: Sequence[int] | None = None,
-    ) -> list[PartitionInfo]:
-        """Create a topic and place its leaders.
-
-        The mock assigns each partition's replicas itself (read back from Metadata). Leaders
-        are then spread evenly: partition ``p`` is led by broker ``(p % brokers) + 1`` when
-        every broker holds a replica of every partition, otherwise by its replica that
-        leads the fewest partitions so far. Every partition starts at leader epoch 1.
-
-        Arguments:
-            name: topic name.
-            partitions: number of partitions.
-            replication_factor: replicas per partition (at most the number of brokers;
-                default 3, or the number of brokers when there are fewer).
-            leaders: explicit leader per partition (each must be one of its replicas).
-
-        Returns:
-            the partitions' :class:`PartitionInfo`.
-        """
-        replication_factor = check_topic_args(
-            name, partitions, replication_factor, leaders, self._broker_count
-        )
+    def _create_topic(self, request: _TopicRequest) -> list[PartitionInfo]:
+        name, partitions, leaders = request.name, request.partitions, request.leaders
+        # The mock assigns the replicas; leaders are placed here (see create_topic).
+        if request.config:
+            raise ValueError(
+                "the embedded cluster keeps no topic configuration "
+                f"(config={dict(request.config)!r}): "
+                "use a real Kafka cluster for it"
+            )
         with self._lock:
             mc = self._mc()
             self._check(
                 self._call(
-                    "rd_kafka_mock_topic_create", mc, name.encode(), partitions, replication_factor
+                    "rd_kafka_mock_topic_create",
+                    mc,
+                    name.encode(),
+                    partitions,
+                    request.replication_factor,
                 ),
                 f"creating topic {name!r}",
             )
-            replicas = self._read_replicas(name, partitions)
+            replicas = self._read_replicas(name, partitions, request.timeout)
             n = self._broker_count
             parts: list[PartitionInfo] = []
             led: Counter[int] = Counter()
@@ -336,8 +316,10 @@ class EmbeddedCluster(_MockFaults):
                 self._apply_selector(topics=[name])
             return list(self._partitions[name])
 
-    def _read_replicas(self, topic: str, partitions: int) -> list[tuple[int, ...]]:
-        deadline = time.monotonic() + self._metadata_timeout
+    def _read_replicas(
+        self, topic: str, partitions: int, timeout: float | None
+    ) -> list[tuple[int, ...]]:
+        deadline = time.monotonic() + (self._metadata_timeout if timeout is None else timeout)
         clients = self._clients()
         while True:
             md = clients.metadata(max(0.5, deadline - time.monotonic()))

@@ -12,7 +12,6 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +20,7 @@ from ._base import (
     PartitionInfo,
     _BrokerMetadataMixin,
     _Lifecycle,
-    check_topic_args,
-    replica_assignment,
+    _TopicRequest,
 )
 from ._clients import ClientPool
 
@@ -269,29 +267,12 @@ class ComposeCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _Lifecycle):
                 out.append(rack)
         return tuple(out)
 
-    def create_topic(
-        self,
-        name: str,
-        partitions: int = 1,
-        replication_factor: int | None = None,
-        *,
-        leaders: Sequence[int] | None = None,
-    ) -> list[PartitionInfo]:
-        """Create a topic whose partition ``p`` is led by broker ``(p % brokers) + 1``.
-
-        The replicas of each partition are its leader followed by the next brokers in id
-        order (an explicit replica assignment, so the layout matches the embedded cluster's).
-        """
-        admin_mod = __import__("confluent_kafka.admin", fromlist=["NewTopic"])
-        ids = sorted(self.brokers)
-        replication_factor = check_topic_args(
-            name, partitions, replication_factor, leaders, len(ids)
-        )
-        assignment = replica_assignment(ids, partitions, replication_factor, leaders)
-        topic = admin_mod.NewTopic(name, num_partitions=partitions, replica_assignment=assignment)
+    def _create_topic(self, request: _TopicRequest) -> list[PartitionInfo]:
+        name, timeout = request.name, request.timeout
+        topic, assignment = self._assigned_topic(request)
         futures = self._clients().admin().create_topics([topic], request_timeout=30)
         futures[name].result()
-        deadline = time.monotonic() + self._metadata_timeout
+        deadline = time.monotonic() + (self._metadata_timeout if timeout is None else timeout)
         parts = self._await_leaders(name, assignment, deadline, 0.2)
         if parts is None:
             raise TimeoutError(f"topic {name!r} did not get its leaders in time")

@@ -33,10 +33,9 @@ from ._base import (
     BrokerInfo,
     PartitionInfo,
     _BrokerMetadataMixin,
-    _Lifecycle,
+    _StatefulLifecycle,
+    _TopicRequest,
     check_layout,
-    check_topic_args,
-    replica_assignment,
 )
 from ._clients import ClientPool
 from ._kafka_nodes import _Node, _port_free, _Processes, stop_processes
@@ -177,7 +176,7 @@ def _admin_error_retriable(exc: BaseException) -> bool:
     return bool(retriable()) if callable(retriable) else False
 
 
-class KafkaCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _Lifecycle):
+class KafkaCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _StatefulLifecycle):
     """A real Apache Kafka cluster: ``brokers`` KRaft nodes (broker and controller each)
     as JVMs on 127.0.0.1, broker ``i + 1`` in rack ``racks[i % len(racks)]``.
 
@@ -642,11 +641,6 @@ class KafkaCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _Lifecycle):
         elif self._work_dir is not None and (self._failed or keep):
             log.warning("Kafka broker logs kept in %s", self._work_dir)
 
-    @property
-    def running(self) -> bool:
-        """Whether the cluster is started and not closed."""
-        return self._state == "running"
-
     def mark_failed(self) -> None:
         """Keep the logs at :meth:`close` (a test that used the cluster failed)."""
         self._failed = True
@@ -724,48 +718,10 @@ class KafkaCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _Lifecycle):
             ) from None
 
     # -- topics ----------------------------------------------------------------------------
-    def create_topic(
-        self,
-        name: str,
-        partitions: int = 1,
-        replication_factor: int | None = None,
-        *,
-        leaders: Sequence[int] | None = None,
-        config: Mapping[str, Any] | None = None,
-        timeout: float = 60.0,
-    ) -> list[PartitionInfo]:
-        """Create a topic whose partition ``p`` is led by broker ``(p % brokers) + 1``
-        (or ``leaders[p]``), and wait until every partition has that leader.
-
-        The replicas of a partition are its leader followed by the next brokers in id order
-        (an explicit replica assignment, so the layout is the embedded cluster's and the
-        leader is the preferred one).
-
-        Arguments:
-            name: topic name.
-            partitions: number of partitions.
-            replication_factor: replicas per partition (default ``min(3, brokers)``).
-            leaders: explicit leader per partition.
-            config: topic configuration (``{"min.insync.replicas": 2}``).
-            timeout: seconds to wait for the leaders.
-
-        Returns:
-            the partitions' :class:`PartitionInfo` (``leader_epoch`` is None: Metadata
-            through confluent-kafka does not give it).
-        """
-        ids = sorted(self._procs.nodes)
-        replication_factor = check_topic_args(
-            name, partitions, replication_factor, leaders, len(ids)
-        )
-        lead = [self._node(b).node_id for b in leaders] if leaders is not None else None
-        assignment = replica_assignment(ids, partitions, replication_factor, lead)
-        admin_mod = __import__("confluent_kafka.admin", fromlist=["NewTopic"])
-        topic = admin_mod.NewTopic(
-            name,
-            num_partitions=partitions,  # confluent-kafka 2.16 wants both
-            replica_assignment=assignment,
-            config={k: str(v) for k, v in (config or {}).items()},
-        )
+    def _create_topic(self, request: _TopicRequest) -> list[PartitionInfo]:
+        name = request.name
+        timeout = 60.0 if request.timeout is None else request.timeout
+        topic, assignment = self._assigned_topic(request)
         deadline = time.monotonic() + timeout
         attempt = 0
         backoff = _ADMIN_RETRY.start()

@@ -24,7 +24,7 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from ._base import DEFAULT_RACKS, BrokerInfo, PartitionInfo, _Lifecycle
+from ._base import DEFAULT_RACKS, BrokerInfo, PartitionInfo, _Lifecycle, produce_arguments
 from ._clients import ProduceResult
 
 __all__ = ["ServedCluster", "ServedClusterError"]
@@ -355,7 +355,8 @@ class ServedCluster(_Lifecycle):
         :meth:`rackafka.testing.EmbeddedCluster.aproduce`."""
         from ._produce import produce_with_rackafka
 
-        return await produce_with_rackafka(self.bootstrap_servers, topic, count, **kwargs)
+        call = produce_arguments(topic, count, kwargs)
+        return await produce_with_rackafka(self.bootstrap_servers, call)
 
     def produce(self, topic: str, count: int, **kwargs: Any) -> ProduceResult:
         """:meth:`aproduce` for code without a running event loop."""
