@@ -76,24 +76,18 @@ def write_uuid(out: bytearray, value: uuid.UUID | None) -> None:
 def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
     """Read an unsigned varint of at most 32 bits."""
     b = buf[pos]
-    pos += 1
     if b < 0x80:
-        return b, pos
-    result = b & 0x7F
-    shift = 7
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
-        if shift > 28:
-            raise KafkaProtocolError("unsigned varint is longer than 5 bytes")
+        return b, pos + 1
+    return _read_unsigned(buf, pos, 28, "unsigned varint is longer than 5 bytes")
 
 
 def read_uvarlong(buf: bytes, pos: int) -> tuple[int, int]:
     """Read an unsigned varint of at most 64 bits."""
+    return _read_unsigned(buf, pos, 63, "unsigned varlong is longer than 10 bytes")
+
+
+def _read_unsigned(buf: bytes, pos: int, max_shift: int, too_long: str) -> tuple[int, int]:
+    """Read an unsigned varint whose last group starts at bit ``max_shift`` at the most."""
     result = 0
     shift = 0
     while True:
@@ -103,8 +97,8 @@ def read_uvarlong(buf: bytes, pos: int) -> tuple[int, int]:
         if b < 0x80:
             return result, pos
         shift += 7
-        if shift > 63:
-            raise KafkaProtocolError("unsigned varlong is longer than 10 bytes")
+        if shift > max_shift:
+            raise KafkaProtocolError(too_long)
 
 
 def write_uvarint(out: bytearray, value: int) -> None:
@@ -137,11 +131,7 @@ def write_varint(out: bytearray, value: int) -> None:
 def write_varlong(out: bytearray, value: int) -> None:
     if not -(1 << 63) <= value < (1 << 63):
         raise ValueError(f"varlong out of range: {value}")
-    v = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
+    write_uvarint(out, ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
 
 
 # -- length-prefixed data -------------------------------------------------------

@@ -45,6 +45,28 @@ _EMPTY: tuple[()] = ()
 _Record = tuple[int, "int | None", "int | None", "bytes | None", "bytes | None", int, int, int, Any]
 
 
+def _record(
+    offset: int,
+    timestamp: int | None,
+    ts_type: int | None,
+    key: bytes | None,
+    value: bytes | None,
+    crc: int,
+) -> _Record:
+    """The tuple of a message (no headers: they came with magic 2)."""
+    return (
+        offset,
+        timestamp,
+        ts_type,
+        key,
+        value,
+        crc,
+        -1 if key is None else len(key),
+        -1 if value is None else len(value),
+        _EMPTY,
+    )
+
+
 class _Invalid(Exception):
     """Internal: the message at ``args[1]`` is invalid for the reason ``args[0]``."""
 
@@ -182,19 +204,7 @@ class LegacyRecordBatch:
         ts_type = ((attributes >> 3) & 1) if magic else None
         self.timestamp_type = ts_type
         if codec == 0:
-            self._records: list[_Record] = [
-                (
-                    offset,
-                    timestamp,
-                    ts_type,
-                    key,
-                    value,
-                    crc,
-                    -1 if key is None else len(key),
-                    -1 if value is None else len(value),
-                    _EMPTY,
-                )
-            ]
+            self._records: list[_Record] = [_record(offset, timestamp, ts_type, key, value, crc)]
             self.base_offset = offset
         else:
             self._records = self._decode_wrapper(offset, magic, codec, timestamp, ts_type, value)
@@ -267,17 +277,7 @@ class LegacyRecordBatch:
                 )
             prev = i_off + delta
             records.append(
-                (
-                    i_off + delta,
-                    timestamp if log_append else i_ts,
-                    ts_type,
-                    key,
-                    val,
-                    i_crc,
-                    -1 if key is None else len(key),
-                    -1 if val is None else len(val),
-                    _EMPTY,
-                )
+                _record(i_off + delta, timestamp if log_append else i_ts, ts_type, key, val, i_crc)
             )
         return records
 
