@@ -78,6 +78,9 @@ def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
     b = buf[pos]
     if b < 0x80:
         return b, pos + 1
+    c = buf[pos + 1]
+    if c < 0x80:  # two bytes (a length of 128 to 16383): without a call
+        return (b & 0x7F) | (c << 7), pos + 2
     return _read_unsigned(buf, pos, 28, "unsigned varint is longer than 5 bytes")
 
 
@@ -179,13 +182,31 @@ def write_short_length(out: bytearray, n: int, compact: bool) -> None:
         out += _I16.pack(n)
 
 
+def _null(n: int, pos: int, nullable: bool, what: str) -> tuple[None, int]:
+    """A negative length ``n`` read before ``pos``: null (-1, when allowed), else the error."""
+    if n == -1 and nullable:
+        return None, pos
+    raise KafkaProtocolError(f"invalid {what} length {n} at offset {pos}")
+
+
+def _write_null(
+    out: bytearray,
+    nullable: bool,
+    write_len: Callable[[bytearray, int, bool], None],
+    compact: bool,
+    what: str,
+) -> None:
+    """Write the null length of a field of ``what``, if it may be null."""
+    if not nullable:
+        raise ValueError(f"a non-nullable {what} field was given None")
+    write_len(out, -1, compact)
+
+
 def string_codec(compact: bool, nullable: bool) -> tuple[Reader, Writer]:
     def read(buf: bytes, pos: int) -> tuple[str | None, int]:
         n, pos = read_short_length(buf, pos, compact)
         if n < 0:
-            if n == -1 and nullable:
-                return None, pos
-            raise KafkaProtocolError(f"invalid string length {n} at offset {pos}")
+            return _null(n, pos, nullable, "string")
         raw, pos = _take(buf, pos, n)
         try:
             return raw.decode("utf-8"), pos
@@ -194,9 +215,7 @@ def string_codec(compact: bool, nullable: bool) -> tuple[Reader, Writer]:
 
     def write(out: bytearray, value: str | None) -> None:
         if value is None:
-            if not nullable:
-                raise ValueError("a non-nullable string was given None")
-            write_short_length(out, -1, compact)
+            _write_null(out, nullable, write_short_length, compact, "string")
             return
         raw = value.encode("utf-8")
         write_short_length(out, len(raw), compact)
@@ -209,16 +228,12 @@ def bytes_codec(compact: bool, nullable: bool) -> tuple[Reader, Writer]:
     def read(buf: bytes, pos: int) -> tuple[bytes | None, int]:
         n, pos = read_length(buf, pos, compact)
         if n < 0:
-            if n == -1 and nullable:
-                return None, pos
-            raise KafkaProtocolError(f"invalid bytes length {n} at offset {pos}")
+            return _null(n, pos, nullable, "bytes")
         return _take(buf, pos, n)
 
     def write(out: bytearray, value: bytes | None) -> None:
         if value is None:
-            if not nullable:
-                raise ValueError("non-nullable bytes were given None")
-            write_length(out, -1, compact)
+            _write_null(out, nullable, write_length, compact, "bytes")
             return
         write_length(out, len(value), compact)
         out += value
