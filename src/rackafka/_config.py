@@ -25,12 +25,7 @@ def check_positive(name: str, value: Any, *, zero: bool = False) -> int:
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise KafkaConfigurationError(f"{name} must be an int, not {value!r}")
-    if value < 0 or (value == 0 and not zero):
-        allowed = ">= 0" if zero else "> 0"
-        raise KafkaConfigurationError(f"{name} must be {allowed}, not {value}")
-    if value > INT32_MAX:
-        # Sent as a 32-bit integer on the wire (or used as one by Kafka clients).
-        raise KafkaConfigurationError(f"{name} must be at most {INT32_MAX}, not {value}")
+    _check_range(name, value, zero)
     return value
 
 
@@ -45,12 +40,18 @@ def check_duration_ms(name: str, value: Any, *, zero: bool = False) -> float:
         raise KafkaConfigurationError(f"{name} must be a number of milliseconds, not {value!r}")
     if not math.isfinite(value):
         raise KafkaConfigurationError(f"{name} must be finite, not {value!r}")
+    _check_range(name, value, zero)
+    return value
+
+
+def _check_range(name: str, value: float, zero: bool) -> None:
+    """The error naming ``name`` unless ``0 < value <= INT32_MAX`` (``0 <=`` with ``zero``)."""
     if value < 0 or (value == 0 and not zero):
         allowed = ">= 0" if zero else "> 0"
         raise KafkaConfigurationError(f"{name} must be {allowed}, not {value}")
     if value > INT32_MAX:
+        # Sent as a 32-bit integer on the wire (or used as one by Kafka clients).
         raise KafkaConfigurationError(f"{name} must be at most {INT32_MAX}, not {value}")
-    return value
 
 
 def check_callable(name: str, fn: Any) -> None:

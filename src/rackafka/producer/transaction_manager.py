@@ -94,6 +94,15 @@ class TransactionManager:
             )
         return self.coordinator
 
+    def _in_txn(self, api: Any, **fields: Any) -> Any:
+        """A request of ``api`` naming this producer's transaction, with ``fields``."""
+        return api.Request(
+            transactional_id=self.transactional_id,
+            producer_id=self.pid.producer_id,
+            producer_epoch=self.pid.producer_epoch,
+            **fields,
+        )
+
     async def _request(self, api: Any, build: Callable[[], Any], node: int | None = None) -> Any:
         """Send to the transaction coordinator (or ``node``), retrying while it moves."""
         deadline = time.monotonic() + self.request_timeout
@@ -182,10 +191,8 @@ class TransactionManager:
             nonlocal completing, first
             resp = await self._request(
                 ADD_PARTITIONS_TO_TXN,
-                lambda: ADD_PARTITIONS_TO_TXN.Request(
-                    transactional_id=self.transactional_id,
-                    producer_id=self.pid.producer_id,
-                    producer_epoch=self.pid.producer_epoch,
+                lambda: self._in_txn(
+                    ADD_PARTITIONS_TO_TXN,
                     topics=[{"name": t, "partitions": p} for t, p in topics.items()],
                 ),
             )
@@ -241,12 +248,7 @@ class TransactionManager:
             if self.added:
                 await self._retrying(
                     END_TXN,
-                    lambda: END_TXN.Request(
-                        transactional_id=self.transactional_id,
-                        producer_id=self.pid.producer_id,
-                        producer_epoch=self.pid.producer_epoch,
-                        committed=commit,
-                    ),
+                    lambda: self._in_txn(END_TXN, committed=commit),
                     "EndTxn",
                 )
         except BaseException:
@@ -270,12 +272,7 @@ class TransactionManager:
             raise IllegalOperation("Not in the middle of a transaction")
         await self._retrying(
             ADD_OFFSETS_TO_TXN,
-            lambda: ADD_OFFSETS_TO_TXN.Request(
-                transactional_id=self.transactional_id,
-                producer_id=self.pid.producer_id,
-                producer_epoch=self.pid.producer_epoch,
-                group_id=group_id,
-            ),
+            lambda: self._in_txn(ADD_OFFSETS_TO_TXN, group_id=group_id),
             "AddOffsetsToTxn",
         )
         # The coordinator now has a partition of __consumer_offsets in the transaction.
@@ -301,11 +298,9 @@ class TransactionManager:
             )
             resp = await self._request(
                 TXN_OFFSET_COMMIT,
-                lambda: TXN_OFFSET_COMMIT.Request(
-                    transactional_id=self.transactional_id,
+                lambda: self._in_txn(
+                    TXN_OFFSET_COMMIT,
                     group_id=group_id,
-                    producer_id=self.pid.producer_id,
-                    producer_epoch=self.pid.producer_epoch,
                     topics=[{"name": t, "partitions": p} for t, p in topics.items()],
                 ),
                 node=group_node,

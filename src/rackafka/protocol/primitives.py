@@ -76,24 +76,21 @@ def write_uuid(out: bytearray, value: uuid.UUID | None) -> None:
 def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
     """Read an unsigned varint of at most 32 bits."""
     b = buf[pos]
-    pos += 1
     if b < 0x80:
-        return b, pos
-    result = b & 0x7F
-    shift = 7
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
-        if shift > 28:
-            raise KafkaProtocolError("unsigned varint is longer than 5 bytes")
+        return b, pos + 1
+    c = buf[pos + 1]
+    if c < 0x80:  # two bytes (a length of 128 to 16383): without a call
+        return (b & 0x7F) | (c << 7), pos + 2
+    return _read_unsigned(buf, pos, 28, "unsigned varint is longer than 5 bytes")
 
 
 def read_uvarlong(buf: bytes, pos: int) -> tuple[int, int]:
     """Read an unsigned varint of at most 64 bits."""
+    return _read_unsigned(buf, pos, 63, "unsigned varlong is longer than 10 bytes")
+
+
+def _read_unsigned(buf: bytes, pos: int, max_shift: int, too_long: str) -> tuple[int, int]:
+    """Read an unsigned varint whose last group starts at bit ``max_shift`` at the most."""
     result = 0
     shift = 0
     while True:
@@ -103,8 +100,8 @@ def read_uvarlong(buf: bytes, pos: int) -> tuple[int, int]:
         if b < 0x80:
             return result, pos
         shift += 7
-        if shift > 63:
-            raise KafkaProtocolError("unsigned varlong is longer than 10 bytes")
+        if shift > max_shift:
+            raise KafkaProtocolError(too_long)
 
 
 def write_uvarint(out: bytearray, value: int) -> None:
@@ -137,11 +134,7 @@ def write_varint(out: bytearray, value: int) -> None:
 def write_varlong(out: bytearray, value: int) -> None:
     if not -(1 << 63) <= value < (1 << 63):
         raise ValueError(f"varlong out of range: {value}")
-    v = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
+    write_uvarint(out, ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
 
 
 # -- length-prefixed data -------------------------------------------------------
@@ -189,13 +182,31 @@ def write_short_length(out: bytearray, n: int, compact: bool) -> None:
         out += _I16.pack(n)
 
 
+def _null(n: int, pos: int, nullable: bool, what: str) -> tuple[None, int]:
+    """A negative length ``n`` read before ``pos``: null (-1, when allowed), else the error."""
+    if n == -1 and nullable:
+        return None, pos
+    raise KafkaProtocolError(f"invalid {what} length {n} at offset {pos}")
+
+
+def _write_null(
+    out: bytearray,
+    nullable: bool,
+    write_len: Callable[[bytearray, int, bool], None],
+    compact: bool,
+    what: str,
+) -> None:
+    """Write the null length of a field of ``what``, if it may be null."""
+    if not nullable:
+        raise ValueError(f"a non-nullable {what} field was given None")
+    write_len(out, -1, compact)
+
+
 def string_codec(compact: bool, nullable: bool) -> tuple[Reader, Writer]:
     def read(buf: bytes, pos: int) -> tuple[str | None, int]:
         n, pos = read_short_length(buf, pos, compact)
         if n < 0:
-            if n == -1 and nullable:
-                return None, pos
-            raise KafkaProtocolError(f"invalid string length {n} at offset {pos}")
+            return _null(n, pos, nullable, "string")
         raw, pos = _take(buf, pos, n)
         try:
             return raw.decode("utf-8"), pos
@@ -204,9 +215,7 @@ def string_codec(compact: bool, nullable: bool) -> tuple[Reader, Writer]:
 
     def write(out: bytearray, value: str | None) -> None:
         if value is None:
-            if not nullable:
-                raise ValueError("a non-nullable string was given None")
-            write_short_length(out, -1, compact)
+            _write_null(out, nullable, write_short_length, compact, "string")
             return
         raw = value.encode("utf-8")
         write_short_length(out, len(raw), compact)
@@ -219,16 +228,12 @@ def bytes_codec(compact: bool, nullable: bool) -> tuple[Reader, Writer]:
     def read(buf: bytes, pos: int) -> tuple[bytes | None, int]:
         n, pos = read_length(buf, pos, compact)
         if n < 0:
-            if n == -1 and nullable:
-                return None, pos
-            raise KafkaProtocolError(f"invalid bytes length {n} at offset {pos}")
+            return _null(n, pos, nullable, "bytes")
         return _take(buf, pos, n)
 
     def write(out: bytearray, value: bytes | None) -> None:
         if value is None:
-            if not nullable:
-                raise ValueError("non-nullable bytes were given None")
-            write_length(out, -1, compact)
+            _write_null(out, nullable, write_length, compact, "bytes")
             return
         write_length(out, len(value), compact)
         out += value

@@ -481,6 +481,11 @@ def _decode_scalar(
         base_ts = lat
         tz = _ZEROS1
         tz2 = _ZEROS2
+    # Every varint of a record (length, timestamp delta, offset delta, key and value
+    # lengths) is read inline through the zigzag tables, and the key and value blocks are
+    # written out twice, on purpose: reading key and value through one shared helper
+    # function measured 20-25% slower per record in this loop (medians of 15 interleaved
+    # runs, 12 and 1,000-record batches). Keep them inline.
     for _ in range(n):
         # length
         b = buf[pos]

@@ -139,13 +139,8 @@ def _ecs(environ: Mapping[str, str], timeout: float, notes: list[str]) -> list[C
     base = environ.get("ECS_CONTAINER_METADATA_URI_V4")
     if not base:
         return []
-    try:
-        data = json.loads(_http(base.rstrip("/") + "/task", {}, timeout))
-    except (OSError, urllib.error.URLError, ValueError) as exc:
-        _note(notes, f"ECS task metadata: {_reason(exc)}")
-        return []
-    value = data.get("AvailabilityZone") if isinstance(data, dict) else None
-    return [Candidate(str(value), "ecs task metadata AvailabilityZone")] if _ok(value) else []
+    url = base.rstrip("/") + "/task"
+    return _json_zone(url, {}, timeout, notes, "ECS task metadata", "AvailabilityZone")
 
 
 def _lambda(environ: Mapping[str, str], timeout: float, notes: list[str]) -> list[Candidate]:
@@ -153,15 +148,28 @@ def _lambda(environ: Mapping[str, str], timeout: float, notes: list[str]) -> lis
     token = environ.get("AWS_LAMBDA_METADATA_TOKEN", "")
     if not address:
         return []
+    headers = {"Authorization": f"Bearer {token}"}
+    url = f"http://{address}{_LAMBDA_PATH}"
+    return _json_zone(url, headers, timeout, notes, "Lambda metadata", "AvailabilityZoneID")
+
+
+def _json_zone(
+    url: str,
+    headers: Mapping[str, str],
+    timeout: float,
+    notes: list[str],
+    what: str,
+    field: str,
+) -> list[Candidate]:
+    """The zone in ``field`` of the JSON object at ``url`` (a note naming ``what`` when the
+    request fails)."""
     try:
-        data = json.loads(
-            _http(f"http://{address}{_LAMBDA_PATH}", {"Authorization": f"Bearer {token}"}, timeout)
-        )
+        data = json.loads(_http(url, headers, timeout))
     except (OSError, urllib.error.URLError, ValueError) as exc:
-        _note(notes, f"Lambda metadata: {_reason(exc)}")
+        _note(notes, f"{what}: {_reason(exc)}")
         return []
-    value = data.get("AvailabilityZoneID") if isinstance(data, dict) else None
-    return [Candidate(str(value), "lambda metadata AvailabilityZoneID")] if _ok(value) else []
+    value = data.get(field) if isinstance(data, dict) else None
+    return [Candidate(str(value), f"{what.lower()} {field}")] if _ok(value) else []
 
 
 def _gce(environ: Mapping[str, str], timeout: float, notes: list[str]) -> list[Candidate]:

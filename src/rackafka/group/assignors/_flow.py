@@ -200,3 +200,22 @@ class MinCostFlow:
                 cap[e ^ 1] += push
             total += push
         return total
+
+
+def share_out(
+    need: int, edges: list[tuple[str, int]], caps: list[int], counts: dict[str, int]
+) -> None:
+    """Split ``need`` units that reached a shared node among the members behind it.
+
+    ``edges`` are the node's (member, edge) pairs and ``caps`` what each edge still carries
+    (lowered here); each member's share is added to ``counts``. The members are taken in
+    the order of ``edges``.
+    """
+    for i, (member, _e) in enumerate(edges):
+        if not need:
+            break
+        take = min(need, caps[i])
+        if take:
+            counts[member] = counts.get(member, 0) + take
+            caps[i] -= take
+            need -= take

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rackafka.group.assignors._flow import MinCostFlow
+from rackafka.group.assignors._flow import MinCostFlow, share_out
 from rackafka.group.assignors._model import (
     AssignmentInput,
     PartitionAssignor,
@@ -144,16 +144,7 @@ def _rack_aware_units(
         if flow.flow(direct):
             counts[base] = flow.flow(direct)
         for rv, e in via.items():
-            need = flow.flow(e)
-            caps = left[rv]
-            for i, (member, _e) in enumerate(rack_edges[rv]):
-                if not need:
-                    break
-                take = min(need, caps[i])
-                if take:
-                    counts[member] = counts.get(member, 0) + take
-                    caps[i] -= take
-                    need -= take
+            share_out(flow.flow(e), rack_edges[rv], left[rv], counts)
         pos = 0
         for member in sorted(counts, key=order.__getitem__):
             for j in units[pos : pos + counts[member]]:

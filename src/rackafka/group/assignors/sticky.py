@@ -32,7 +32,7 @@ import struct
 from collections.abc import Iterable, Sequence
 
 from rackafka.errors import KafkaProtocolError
-from rackafka.group.assignors._flow import MinCostFlow
+from rackafka.group.assignors._flow import MinCostFlow, share_out
 from rackafka.group.assignors._model import (
     AssignmentInput,
     MemberSubscription,
@@ -563,17 +563,8 @@ def _flow_assign(
             if flow.flow(e):
                 counts[m] = flow.flow(e)
         for rv, e in via.items():
-            need = flow.flow(e)
             key = (eligible, rv)
-            caps = left[key]
-            for i, (m, _e) in enumerate(group_edges[key]):
-                if not need:
-                    break
-                take = min(need, caps[i])
-                if take:
-                    counts[m] = counts.get(m, 0) + take
-                    caps[i] -= take
-                    need -= take
+            share_out(flow.flow(e), group_edges[key], left[key], counts)
         pos = 0
         for m in sorted(counts, key=lambda x: (x not in direct, order[x])):
             assignment[m] += tps[pos : pos + counts[m]]
