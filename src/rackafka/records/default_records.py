@@ -3,9 +3,10 @@
 This module is the consumer's hot path.  Two decoders share the work:
 
 * a scalar loop that decodes one record after the other, with the common one- and
-  two-byte varints read inline through lookup tables, and header blocks cut up by one
-  ``struct`` call when a block of the same length had the same keys and lengths before
-  (the structure bytes are compared, never assumed), and
+  two-byte varints read inline through lookup tables; a record with headers whose body
+  (key, value and headers) has a size seen before is cut up by one ``struct`` call, and
+  header blocks of a length seen before likewise (the structure bytes are compared,
+  never assumed), and
 * the column decoder of :mod:`._columns` for runs of records that all have the same
   layout, which is what most producers write.
 
@@ -86,6 +87,33 @@ _HEADER_LAYOUTS: dict[int, _HeaderLayout] = {}
 _LAYOUT_SEEN: set[int] = set()
 _HEADER_LAYOUTS_MAX = 256
 _LAYOUT_MAX_HEADERS = 8
+#: Record layouts, by the size of a record from its key length to its end (the "body").
+#: The decoder cuts the body of a record of a learned size with one ``struct`` call
+#: when the structure bytes (the key and value lengths, the header count, keys and value
+#: lengths, and header values that were the same in the two records the layout was
+#: learned from) equal the learned ones; the values in between are then exactly what the
+#: general path would read.  A size has no entry until it is seen twice (the first
+#: sighting only notes the headers), ``False`` when it has no layout, else
+#: ``(unpack, structure, key_present, value_present, key_size, value_size, headers_kind,
+#: a, b, folded)`` (see :func:`_learn_record`).  Only bodies shorter than the limit have
+#: layouts, so that at most that many are ever learned (small records are where the
+#: per-record cost is); a layout that fails its check is learned again once without
+#: folded header values, then given up.
+_RECORD_LAYOUT_LIMIT = 2048
+_RECORD_LAYOUTS: dict[int, Any] = {}
+_RECORD_SEEN: dict[int, tuple[tuple[str, bytes | None], ...]] = {}
+_EVERY_OTHER = slice(0, None, 2)
+#: Header values are folded into the structure only in blocks of at most 2 headers, and
+#: when at most this long.
+_FOLD_MAX_VALUE = 64
+# How a layout builds the headers tuple from the parts (variable values at parts[5],
+# parts[7], ...) and its constants ``a`` and ``b``.
+_H_CONST = 0  # b: the whole headers tuple (none, or only constant values)
+_H_VAR_CONST = 1  # ((a, parts[5]), b)
+_H_VAR_VAR = 2  # ((a, parts[5]), (b, parts[7]))
+_H_VAR = 3  # ((a, parts[5]),)
+_H_CONST_VAR = 4  # (b, (a, parts[5]))
+_H_ALL_VAR = 5  # tuple(zip(a, parts[5::2]))
 _ZEROS1 = [0] * 128
 _ZEROS2 = [[0] * 128] * 256
 
@@ -400,7 +428,7 @@ def _decode(
                 chunk = _FIRST_CHUNK
                 continue
         n = chunk if chunk < remaining else remaining
-        part: list[tuple[Any, ...]] = out if factory is None else []
+        part: list[Any] = out if factory is None else []
         try:
             pos, prev = _decode_scalar(
                 buf, pos, n, base_offset, base_ts, tt, lat, part.append, prev
@@ -443,7 +471,7 @@ def _decode_scalar(
     base_ts: int,
     tt: int,
     lat: int | None,
-    append: Callable[[tuple[Any, ...]], None],
+    append: Callable[[Any], None],
     prev: int,
 ) -> tuple[int, int]:
     """Decode ``n`` records from ``pos``, appending their tuples.
@@ -455,6 +483,9 @@ def _decode_scalar(
     zz2 = ZIGZAG2
     rv = read_varint
     layouts_get = _HEADER_LAYOUTS.get
+    layouts_of = _RECORD_LAYOUTS.get
+    limit = _RECORD_LAYOUT_LIMIT
+    every_other = _EVERY_OTHER
     # Timestamp deltas are read through their own tables: with LogAppendTime, tables of
     # zeros added to the log append time, so that the loop has no test for it.
     tz = zz
@@ -468,6 +499,7 @@ def _decode_scalar(
     # written out twice, on purpose: reading key and value through one shared helper
     # function measured 20-25% slower per record in this loop (medians of 15 interleaved
     # runs, 12 and 1,000-record batches). Keep them inline.
+    headers: Any = True  # the first record looks its layout up
     for _ in range(n):
         # length
         b = buf[pos]
@@ -511,95 +543,218 @@ def _decode_scalar(
         if offset <= prev:
             raise _backwards(offset, prev)
         prev = offset
-        # key
-        b = buf[pos]
-        if b == 1:
-            key = None
-            key_size = -1
-            pos += 1
+        # Key, value and headers of a record of a size whose layout was learned: one
+        # struct call cuts them up, one comparison checks the structure bytes.  Only
+        # records with headers have layouts (the general path is faster for the others),
+        # and only a record after one with headers looks its layout up.
+        lay = layouts_of(rec_end - pos) if headers and length < limit else None
+        if lay and (parts := lay[0](buf, pos))[every_other] == lay[1]:
+            _, _, kp, vp, key_size, value_size, hkind, hk, hx, _ = lay
+            key = parts[1] if kp else None
+            value = parts[3] if vp else None
+            if hkind == _H_CONST:
+                headers = hx
+            elif hkind == _H_VAR_CONST:
+                headers = ((hk, parts[5]), hx)
+            elif hkind == _H_VAR_VAR:
+                headers = ((hk, parts[5]), (hx, parts[7]))
+            elif hkind == _H_VAR:
+                headers = ((hk, parts[5]),)
+            elif hkind == _H_CONST_VAR:
+                headers = (hx, (hk, parts[5]))
+            else:
+                headers = tuple(zip(hk, parts[5::2]))
+            pos = rec_end
         else:
-            if b < 0x80:
-                key_size = zz[b]
+            # key
+            b = buf[pos]
+            if b == 1:
+                key = None
+                key_size = -1
                 pos += 1
             else:
-                c = buf[pos + 1]
-                if c < 0x80:
-                    key_size = zz2[b][c]
-                    pos += 2
+                if b < 0x80:
+                    key_size = zz[b]
+                    pos += 1
                 else:
-                    key_size, pos = rv(buf, pos)
-            if key_size < 0:
-                raise _Corrupt(f"record at offset {offset} has key length {key_size}")
-            key = buf[pos : pos + key_size]
-            pos += key_size
-        # value
-        b = buf[pos]
-        if b == 1:
-            value = None
-            value_size = -1
-            pos += 1
-        else:
-            if b < 0x80:
-                value_size = zz[b]
+                    c = buf[pos + 1]
+                    if c < 0x80:
+                        key_size = zz2[b][c]
+                        pos += 2
+                    else:
+                        key_size, pos = rv(buf, pos)
+                if key_size < 0:
+                    raise _Corrupt(f"record at offset {offset} has key length {key_size}")
+                key = buf[pos : pos + key_size]
+                pos += key_size
+            # value
+            b = buf[pos]
+            if b == 1:
+                value = None
+                value_size = -1
                 pos += 1
             else:
-                c = buf[pos + 1]
-                if c < 0x80:
-                    value_size = zz2[b][c]
-                    pos += 2
+                if b < 0x80:
+                    value_size = zz[b]
+                    pos += 1
                 else:
-                    value_size, pos = rv(buf, pos)
-            if value_size < 0:
-                raise _Corrupt(f"record at offset {offset} has value length {value_size}")
-            value = buf[pos : pos + value_size]
-            pos += value_size
-        # headers
-        b = buf[pos]
-        if b == 0:
-            headers: tuple[tuple[str, bytes | None], ...] | None = EMPTY
-            pos += 1
-        else:
-            # A header block of a length seen before: one struct call cuts it up, and a
-            # comparison or two checks that its lengths and keys are the learned ones.
-            headers = None
-            layout = layouts_get(rec_end - pos)
-            if layout is not None:
-                count, unpack, e0, e1, k0, k1, structure, keys = layout
-                if count == 2:
-                    s0, v1, s1, v2 = unpack(buf, pos)
-                    if s0 == e0 and s1 == e1:
-                        headers = ((k0, v1), (k1, v2))
-                elif count == 1:
-                    s0, v1 = unpack(buf, pos)
-                    if s0 == e0:
-                        headers = ((k0, v1),)
-                else:
-                    parts = unpack(buf, pos)
-                    if parts[0::2] == structure:
-                        headers = tuple(zip(keys, parts[1::2]))
-            if headers is None:
-                headers, pos = _headers(buf, pos, rec_end, offset)
+                    c = buf[pos + 1]
+                    if c < 0x80:
+                        value_size = zz2[b][c]
+                        pos += 2
+                    else:
+                        value_size, pos = rv(buf, pos)
+                if value_size < 0:
+                    raise _Corrupt(f"record at offset {offset} has value length {value_size}")
+                value = buf[pos : pos + value_size]
+                pos += value_size
+            # headers
+            b = buf[pos]
+            if b == 0:
+                headers = EMPTY
+                pos += 1
             else:
-                pos = rec_end
-        if pos != rec_end:
-            raise _Corrupt(
-                f"record at offset {offset} has length {length} but its fields take "
-                f"{length + pos - rec_end} bytes"
-            )
-        append(
-            (
-                offset,
-                ts,
-                tt,
-                key,
-                value,
-                None,
-                key_size,
-                value_size,
-                headers,
-            )
-        )
+                # A header block of a length seen before: one struct call cuts it up, and a
+                # comparison or two checks that its lengths and keys are the learned ones.
+                headers = None
+                layout = layouts_get(rec_end - pos)
+                if layout is not None:
+                    count, unpack, e0, e1, k0, k1, structure, keys = layout
+                    if count == 2:
+                        s0, v1, s1, v2 = unpack(buf, pos)
+                        if s0 == e0 and s1 == e1:
+                            headers = ((k0, v1), (k1, v2))
+                    elif count == 1:
+                        s0, v1 = unpack(buf, pos)
+                        if s0 == e0:
+                            headers = ((k0, v1),)
+                    else:
+                        parts = unpack(buf, pos)
+                        if parts[0::2] == structure:
+                            headers = tuple(zip(keys, parts[1::2]))
+                if headers is None:
+                    headers, pos = _headers(buf, pos, rec_end, offset)
+                else:
+                    pos = rec_end
+            if pos != rec_end:
+                raise _Corrupt(
+                    f"record at offset {offset} has length {length} but its fields take "
+                    f"{length + pos - rec_end} bytes"
+                )
+            if lay or (headers and lay is None and length < limit):
+                _learn_record(buf, rec_end - length, rec_end, key, value, headers, lay)
+        append((offset, ts, tt, key, value, None, key_size, value_size, headers))
     return pos, prev
+
+
+def _learn_record(
+    buf: bytes,
+    start: int,
+    end: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: tuple[tuple[str, bytes | None], ...],
+    known: Any,
+) -> None:
+    """Note or learn the layout of the body of the valid record ``buf[start:end]``.
+
+    ``start`` is the record's attributes byte; ``key``, ``value`` and ``headers`` are
+    what the general path decoded from it; ``known`` is the layout whose check this
+    record failed, or ``None`` when it had none or did not look it up.
+    """
+    _, start = read_varint(buf, start + 1)  # the timestamp delta
+    _, start = read_varint(buf, start)  # the offset delta
+    size = end - start
+    layouts = _RECORD_LAYOUTS
+    if known is None:
+        if layouts.get(size) is not None:
+            return  # learned or given up already: the record did not look it up
+        first = _RECORD_SEEN.get(size)
+        if first is None:
+            # the first sighting: note the headers whose values may be constants
+            small = len(headers) <= 2 and all(
+                v is None or len(v) <= _FOLD_MAX_VALUE for _, v in headers
+            )
+            _RECORD_SEEN[size] = headers if small else EMPTY
+            return
+    elif headers and known[9]:
+        first = EMPTY  # learn it again without folded values
+    else:
+        # Records without headers are faster through the general path.
+        layouts[size] = False
+        return
+    layouts[size] = _record_layout(buf, start, end, key, value, headers, first) or False
+
+
+def _record_layout(
+    buf: bytes,
+    start: int,
+    end: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: tuple[tuple[str, bytes | None], ...],
+    first: tuple[tuple[str, bytes | None], ...],
+) -> tuple[Any, ...] | None:
+    """The layout of a record body, with the header values equal in ``first`` folded."""
+    fmt = [">"]
+    structure: list[bytes] = []
+    # The body alternates structure pieces and variable pieces: key, value, the values
+    # of the headers that are not folded.  A null key or value is an empty piece.
+    piece = start
+    pos = start
+    for data in (key, value):
+        _, pos = read_varint(buf, pos)
+        size = 0 if data is None else len(data)
+        fmt.append(f"{pos - piece}s{size}s")
+        structure.append(buf[piece:pos])
+        piece = pos = pos + size
+    _, pos = read_varint(buf, pos)
+    folds = len(headers) <= 2
+    variable: list[int] = []
+    for i, (hkey, hvalue) in enumerate(headers):
+        size, pos = read_varint(buf, pos)
+        _, pos = read_varint(buf, pos + size)
+        if hvalue is None or (folds and i < len(first) and first[i] == (hkey, hvalue)):
+            pos += 0 if hvalue is None else len(hvalue)
+            continue
+        variable.append(i)
+        fmt.append(f"{pos - piece}s{len(hvalue)}s")
+        structure.append(buf[piece:pos])
+        piece = pos = pos + len(hvalue)
+    if pos != end:
+        return None
+    if piece < end:
+        fmt.append(f"{end - piece}s")
+        structure.append(buf[piece:end])
+    n = len(headers)
+    a: Any = None
+    b: Any = None
+    if not variable:
+        kind, b = _H_CONST, headers
+    elif n == 1:
+        kind, a = _H_VAR, headers[0][0]
+    elif n == 2 and variable == [0]:
+        kind, a, b = _H_VAR_CONST, headers[0][0], headers[1]
+    elif n == 2 and variable == [1]:
+        kind, a, b = _H_CONST_VAR, headers[1][0], headers[0]
+    elif n == 2:
+        kind, a, b = _H_VAR_VAR, headers[0][0], headers[1][0]
+    elif len(variable) == n:
+        kind, a = _H_ALL_VAR, tuple(k for k, _ in headers)
+    else:
+        return None  # null values among more than two headers
+    return (
+        struct.Struct("".join(fmt)).unpack_from,
+        tuple(structure),
+        key is not None,
+        value is not None,
+        -1 if key is None else len(key),
+        -1 if value is None else len(value),
+        kind,
+        a,
+        b,
+        any(v is not None and i not in variable for i, (_, v) in enumerate(headers)),
+    )
 
 
 def _headers(
