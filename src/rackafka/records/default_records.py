@@ -97,8 +97,9 @@ _LAYOUT_MAX_HEADERS = 8
 #: general path would read.  A size has no entry until it is seen twice (the first
 #: sighting only notes the headers), ``False`` when it has no layout, else
 #: ``(unpack, structure, key_present, value_present, key_size, value_size, headers_kind,
-#: a, b, folded)`` (see :func:`_learn_record`).  Only bodies shorter than the limit have
-#: layouts, so that at most that many are ever learned (small records are where the
+#: a, b, folded)`` (see :func:`_record_layout`).  Only records with headers get layouts
+#: (records without are faster through the general path), and only bodies shorter than
+#: the limit, so that at most that many are ever learned (small records are where the
 #: per-record cost is); a layout that fails its check is learned again once without
 #: folded header values, then given up.
 _RECORD_LAYOUT_LIMIT = 2048
