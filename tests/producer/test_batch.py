@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from rackafka.producer.accumulator import ProducerBatch
 from rackafka.records import iter_batches
+from rackafka.records.builder import NO_HEADERS, encode_headers
 from rackafka.records.default_records import HEADER_SIZE
 from rackafka.structs import RecordMetadata, TopicPartition
 
@@ -43,10 +44,10 @@ def test_records_are_encoded_as_the_reference_codec_does(
     expected = b""
     # Offset deltas past the lookup table: fill the batch with small records first.
     for i in range(first_offset_delta):
-        assert batch.try_append(TS, None, b"x", [])
+        assert batch.try_append(TS, None, b"x", NO_HEADERS)
         expected += record_bytes(i, 0, None, b"x")
     for dts, key, value, hdrs in records:
-        assert batch.try_append(TS + dts, key, value, hdrs)
+        assert batch.try_append(TS + dts, key, value, encode_headers(hdrs) if hdrs else NO_HEADERS)
         first = TS if first_offset_delta else TS + records[0][0]
         expected += record_bytes(batch.count - 1, TS + dts - first, key, value, hdrs)
     assert bytes(batch.buffer) == expected
@@ -58,10 +59,10 @@ def test_records_are_encoded_as_the_reference_codec_does(
 @pytest.mark.parametrize("value_size", [10, 100, 5000])
 def test_a_batch_closes_before_it_grows_past_its_limit(value_size: int) -> None:
     batch = ProducerBatch(TP, 16384, 0.0)
-    while batch.try_append(TS, None, bytes(value_size), []):
+    while batch.try_append(TS, None, bytes(value_size), NO_HEADERS):
         assert batch.size <= 16384
     assert batch.closed
-    assert not batch.try_append(TS, None, b"", [])
+    assert not batch.try_append(TS, None, b"", NO_HEADERS)
     built = batch.build(compression=0, producer_id=-1, producer_epoch=-1, transactional=False)
     (decoded,) = iter_batches(built)
     assert len(decoded.records()) == batch.count
@@ -70,8 +71,8 @@ def test_a_batch_closes_before_it_grows_past_its_limit(value_size: int) -> None:
 
 def test_the_first_record_always_goes_in() -> None:
     batch = ProducerBatch(TP, 100, 0.0)
-    assert batch.try_append(TS, b"k", bytes(1000), [])
-    assert not batch.try_append(TS, None, b"", [])
+    assert batch.try_append(TS, b"k", bytes(1000), NO_HEADERS)
+    assert not batch.try_append(TS, None, b"", NO_HEADERS)
     assert batch.count == 1
 
 
@@ -79,7 +80,7 @@ async def test_futures_get_their_records_metadata() -> None:
     loop = asyncio.get_running_loop()
     batch = ProducerBatch(TP, 1 << 20, 0.0)
     for i in range(5):
-        assert batch.try_append(TS + 10 - i, None, b"v", [])
+        assert batch.try_append(TS + 10 - i, None, b"v", NO_HEADERS)
         batch.futures.append(loop.create_future())
     futures = list(batch.futures)
     futures[1].cancel()
@@ -95,7 +96,7 @@ async def test_log_append_time_and_unknown_offsets() -> None:
     loop = asyncio.get_running_loop()
     batch = ProducerBatch(TP, 1 << 20, 0.0)
     for _ in range(3):
-        batch.try_append(TS, None, b"v", [])
+        batch.try_append(TS, None, b"v", NO_HEADERS)
         batch.futures.append(loop.create_future())
     futures = list(batch.futures)
     batch.done(-1, TS + 99, -1)

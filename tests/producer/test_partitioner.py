@@ -146,3 +146,31 @@ async def test_rack_aware_keyless_records_stay_in_rack(
     futures = [await plain.send(topic, bytes(50)) for _ in range(600)]
     spread = {m.partition for m in await asyncio.gather(*futures)}
     assert not spread <= local  # without the option keyless records use every partition
+
+
+def test_murmur2_of_any_bytes_like_object() -> None:
+    for data, expected in JAVA_VECTORS:
+        assert murmur2(bytearray(data)) == expected
+        assert murmur2(memoryview(data)) == expected
+
+
+async def test_repeated_keys_use_the_remembered_partition_within_bounds(
+    embedded_cluster: EmbeddedCluster,
+    make_producer: MakeProducer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from rackafka.producer import producer as producer_module
+
+    monkeypatch.setattr(producer_module, "_KEY_CACHE_SIZE", 5)
+    topic = unique("keycache")
+    embedded_cluster.create_topic(topic, 7)
+    producer = make_producer(linger_ms=5)
+    await producer.start()
+    keys = [f"k{i}".encode() for i in range(12)] * 3
+    futures = [await producer.send(topic, b"v", key=k) for k in keys]
+    futures.append(await producer.send(topic, b"v", key=bytearray(b"k1")))
+    metas = await asyncio.gather(*futures)
+    for key, meta in zip([*keys, b"k1"], metas):
+        assert meta.partition == murmur2_partition(key, 7)
+    info = producer._parts[topic]
+    assert 0 < len(info.by_key) <= 5

@@ -378,3 +378,27 @@ async def test_linger_is_honoured_by_an_idle_sender(
         assert delays[0] >= 0.045, delays
     finally:
         await producer.stop()
+
+
+async def test_headers_of_any_iterable_and_their_size_counts(
+    embedded_cluster: EmbeddedCluster, make_producer: MakeProducer
+) -> None:
+    topic = unique("hdrs")
+    embedded_cluster.create_topic(topic, 1)
+    producer = make_producer(max_request_size=2000)
+    await producer.start()
+    given: list[Any] = [
+        (("a", b"1"), ("é", None)),
+        (h for h in [("gen", b"x" * 70), ("a", b"")]),
+        [("a", b"2")] * 3,
+    ]
+    expected = [[("a", b"1"), ("é", None)], [("gen", b"x" * 70), ("a", b"")], [("a", b"2")] * 3]
+    for headers in given:
+        await producer.send_and_wait(topic, b"v", headers=headers)
+    records = await read_rackafka(embedded_cluster.bootstrap_servers, topic, 3)
+    assert [list(r.headers) for r in records] == expected
+    # A small value with large headers is too large: the headers count.
+    with pytest.raises(MessageSizeTooLargeError):
+        await producer.send(topic, b"v", headers=[("big", bytes(1000)), ("big", bytes(1000))])
+    with pytest.raises(TypeError):
+        await producer.send(topic, b"v", headers=[("a", "not bytes")])

@@ -10,7 +10,7 @@ import asyncio
 import collections
 import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from itertools import repeat
 from typing import Any
 
@@ -19,8 +19,7 @@ from rackafka.records._varint import encode_varint
 from rackafka.records.builder import (  # _VARINTS: the list varint_table() fills
     _VARINTS,
     VARINT_TABLE_SIZE,
-    encode_headers,
-    encode_record,
+    encode_record_raw,
     finish_batch,
     varint_table,
 )
@@ -29,7 +28,6 @@ from rackafka.structs import RecordMetadata, TopicPartition
 
 __all__ = ["Accumulator", "ProducerBatch"]
 
-Header = tuple[str, "bytes | None"]
 #: Batches waiting per partition before ``send()`` waits for the sender.
 MAX_QUEUED_BATCHES = 4
 _TABLE_SIZE = VARINT_TABLE_SIZE
@@ -111,55 +109,66 @@ class ProducerBatch:
         timestamp: int,
         key: bytes | None,
         value: bytes | None,
-        headers: Sequence[Header],
+        headers: bytes,
     ) -> bool:
         """Encode a record into the batch; ``False`` if it does not fit (the batch closes).
 
-        The first record always goes in: a record larger than the batch size gets a batch
-        of its own (``max_request_size`` bounds it).
+        ``headers`` are encoded already (:func:`~rackafka.records.builder.encode_headers`,
+        or :data:`~rackafka.records.builder.NO_HEADERS`).  The first record always goes
+        in: a record larger than the batch size gets a batch of its own
+        (``max_request_size`` bounds it).
         """
         if self.closed:
             return False
         count = self.count
-        delta = timestamp - self.first_ts if count else 0
-        if not (0 <= delta < _TABLE_SIZE and count < _TABLE_SIZE):
-            record = encode_record(count, delta, key, value, headers)
+        if count:
+            delta = timestamp - self.first_ts
+            slow = not (0 <= delta < _TABLE_SIZE and count < _TABLE_SIZE)
+        else:
+            delta = 0
+            slow = False
+        if slow:
+            record = encode_record_raw(count, delta, key, value, headers)
             size = self.size + len(record)
             if count and size > self.limit:
                 self.closed = True
                 return False
             self.buffer += record
         else:
-            # Nearly every record: deltas in the lookup table, the record made in one join.
+            # Nearly every record: deltas in the lookup table, the record (without its
+            # length) made in one join, whose length is the record's.
             varints = _VARINTS
-            vdelta = varints[delta]
-            vcount = varints[count]
-            klen = -1 if key is None else len(key)
-            vlen = -1 if value is None else len(value)
-            vklen = varints[klen] if klen < _TABLE_SIZE else encode_varint(klen)
-            vvlen = varints[vlen] if vlen < _TABLE_SIZE else encode_varint(vlen)
-            if headers:
-                vheaders = encode_headers(headers)
-                body = 1 + len(vheaders)  # attributes, headers
+            if key is None:
+                vklen = b"\x01"  # the varint of -1
             else:
-                vheaders = b"\x00"
-                body = 2
-            body += (
-                len(vdelta)
-                + len(vcount)
-                + len(vklen)
-                + len(vvlen)
-                + (klen if klen > 0 else 0)
-                + (vlen if vlen > 0 else 0)
+                n = len(key)
+                vklen = varints[n] if n < _TABLE_SIZE else encode_varint(n)
+            if value is None:
+                vvlen = b"\x01"
+            else:
+                n = len(value)
+                vvlen = varints[n] if n < _TABLE_SIZE else encode_varint(n)
+            record = b"".join(
+                (
+                    b"\x00",  # attributes
+                    varints[delta],
+                    varints[count],
+                    vklen,
+                    key or b"",
+                    vvlen,
+                    value or b"",
+                    headers,
+                )
             )
+            body = len(record)
             vbody = varints[body] if body < _TABLE_SIZE else encode_varint(body)
             size = self.size + len(vbody) + body
             if count and size > self.limit:
                 self.closed = True
                 return False
-            self.buffer += b"".join(
-                (vbody, b"\x00", vdelta, vcount, vklen, key or b"", vvlen, value or b"", vheaders)
-            )
+            buffer = self.buffer
+            buffer += vbody
+            buffer += record
         self.size = size
         self.count = count + 1
         self.timestamps.append(timestamp)
@@ -330,7 +339,7 @@ class Accumulator:
         timestamp: int,
         key: bytes | None,
         value: bytes | None,
-        headers: Sequence[Header],
+        headers: bytes,
     ) -> asyncio.Future[RecordMetadata] | None:
         """Add a record to ``tp``'s open batch; its future, or ``None`` when there is no
         open batch or the record does not fit in it (then :meth:`append` it)."""
@@ -351,7 +360,7 @@ class Accumulator:
         timestamp: int,
         key: bytes | None,
         value: bytes | None,
-        headers: Sequence[Header],
+        headers: bytes,
         timeout: float,
     ) -> asyncio.Future[RecordMetadata]:
         """Add a record to ``tp``'s open batch (a new one if it is full); its future.

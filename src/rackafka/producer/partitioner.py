@@ -17,6 +17,7 @@ _SEED = 0x9747B28C
 _MASK = 0xFFFFFFFF
 
 
+_from_bytes = int.from_bytes
 #: ``struct`` readers of ``n`` little-endian 32-bit words, by ``n`` (keys up to 255 bytes).
 _WORDS = [struct.Struct(f"<{n}I").unpack_from for n in range(64)]
 
@@ -30,16 +31,10 @@ def murmur2(data: bytes) -> int:
         words = _WORDS[n4](data) if n4 < 64 else struct.unpack_from(f"<{n4}I", data)
         for k in words:
             k = (k * _M) & _MASK
-            k = ((k ^ (k >> 24)) * _M) & _MASK
-            h = ((h * _M) & _MASK) ^ k
-    tail = length & 3
-    if tail:
-        base = length & ~3
-        if tail == 3:
-            h ^= data[base + 2] << 16
-        if tail >= 2:
-            h ^= data[base + 1] << 8
-        h = ((h ^ data[base]) * _M) & _MASK
+            h = ((h * _M) ^ (((k ^ (k >> 24)) * _M) & _MASK)) & _MASK
+    if length & 3:
+        # The 1-3 bytes left, little-endian (Java's switch on them).
+        h = ((h ^ _from_bytes(data[length & ~3 :], "little")) * _M) & _MASK
     h ^= h >> 13
     h = (h * _M) & _MASK
     h ^= h >> 15

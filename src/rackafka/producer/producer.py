@@ -12,7 +12,7 @@ import logging
 import math
 import time
 import weakref
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from rackafka._lifecycle import AsyncRole, weak_method
@@ -31,6 +31,7 @@ from rackafka.producer.config import CODECS, DEFAULT_PARTITIONER, MISSING, PRODU
 from rackafka.producer.partitioner import StickyPartitioner, murmur2_partition
 from rackafka.producer.sender import ProducerIdState, ProduceStats, Sender
 from rackafka.producer.transaction_manager import IN_TRANSACTION, TransactionManager
+from rackafka.records.builder import NO_HEADERS, encode_headers
 from rackafka.records.default_records import HEADER_SIZE
 from rackafka.structs import (
     OffsetAndMetadata,
@@ -49,8 +50,9 @@ VT = TypeVar("VT")
 _RECORD_OVERHEAD = 21
 #: The size counted for a record without key, value and headers (in a batch of its own).
 _RECORD_BASE_SIZE = HEADER_SIZE + _RECORD_OVERHEAD
-_NO_HEADERS: tuple[tuple[str, bytes | None], ...] = ()
 _time_ns = time.time_ns
+#: Keys whose partition a topic remembers (then forgets them all and starts again).
+_KEY_CACHE_SIZE = 10_000
 #: Clean-ups of producers collected without ``stop()`` (kept until they end).
 _ABANDONED: set[asyncio.Task[None]] = set()
 
@@ -106,7 +108,7 @@ class _NeedKeyOrValue(AssertionError, ValueError):
 class _TopicInfo:
     """What ``send()`` needs of a topic's metadata (cached per metadata version)."""
 
-    __slots__ = ("version", "all_parts", "available", "tps")
+    __slots__ = ("version", "all_parts", "available", "tps", "by_key")
 
     def __init__(
         self, version: int, topic: str, all_parts: list[int], available: list[int]
@@ -118,6 +120,9 @@ class _TopicInfo:
         self.available = available
         #: The :class:`TopicPartition` of every partition id.
         self.tps = {p: TopicPartition(topic, p) for p in all_parts}
+        #: The :class:`TopicPartition` of keys seen lately (murmur2 is costly in Python);
+        #: bounded by :data:`_KEY_CACHE_SIZE`, and renewed with the metadata.
+        self.by_key: dict[bytes, TopicPartition] = {}
 
 
 class BatchAppendMetadata(NamedTuple):
@@ -179,7 +184,8 @@ class BatchBuilder:
             timestamp = int(time.time() * 1000)
         batch = self._batch
         before = len(batch.buffer)
-        if not batch.try_append(timestamp, key, value, list(headers or ())):
+        hdrs = encode_headers(list(headers)) if headers else NO_HEADERS
+        if not batch.try_append(timestamp, key, value, hdrs):
             self._closed = True
             return None
         return BatchAppendMetadata(batch.count - 1, timestamp, None, len(batch.buffer) - before)
@@ -565,15 +571,16 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
         ks, vs = self._key_serializer, self._value_serializer
         key_bytes: Any = key if ks is None else ks(key)
         value_bytes: Any = value if vs is None else vs(value)
-        hdrs: Sequence[tuple[str, bytes | None]] = list(headers) if headers else _NO_HEADERS
-        size = _RECORD_BASE_SIZE
+        if headers:
+            hdrs = encode_headers(headers if type(headers) is list else list(headers))
+            size = _RECORD_BASE_SIZE + len(hdrs)
+        else:
+            hdrs = NO_HEADERS
+            size = _RECORD_BASE_SIZE
         if key_bytes is not None:
             size += len(key_bytes)
         if value_bytes is not None:
             size += len(value_bytes)
-        if hdrs:
-            for hkey, hvalue in hdrs:
-                size += len(hkey) + (len(hvalue) if hvalue is not None else 0) + 10
         if size > self._max_request_size:
             raise MessageSizeTooLargeError(
                 f"The message is {size} bytes when serialized which is larger than the "
@@ -581,17 +588,20 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
                 "configuration"
             )
         if partition is None:
-            if not self._default_partitioner:
-                partition = self._partitioner(key_bytes, info.all_parts, info.available)
-            elif key_bytes is not None:
-                partition = info.all_parts[murmur2_partition(key_bytes, len(info.all_parts))]
+            if key_bytes is not None and self._default_partitioner:
+                tp = info.by_key.get(key_bytes) if type(key_bytes) is bytes else None
+                if tp is None:
+                    tp = self._keyed_partition(info, key_bytes)
             else:
-                partition = self._sticky.current.get(topic)
-                if partition is None:
-                    partition = self._sticky.partition(topic, info.all_parts, info.available)
-            tp = info.tps.get(partition) or TopicPartition(topic, partition)
+                if not self._default_partitioner:
+                    partition = self._partitioner(key_bytes, info.all_parts, info.available)
+                else:
+                    partition = self._sticky.current.get(topic)
+                    if partition is None:
+                        partition = self._sticky.partition(topic, info.all_parts, info.available)
+                tp = info.tps.get(partition) or TopicPartition(topic, partition)
         else:
-            tp = info.tps.get(partition)  # type: ignore[assignment]
+            tp = info.tps.get(partition)
             if tp is None:
                 raise UnknownTopicOrPartitionError(f"partition {partition} of {topic!r} is unknown")
         if timestamp_ms is None:
@@ -602,6 +612,19 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
                 tp, timestamp_ms, key_bytes, value_bytes, hdrs, self._request_timeout
             )
         return fut
+
+    @staticmethod
+    def _keyed_partition(info: _TopicInfo, key_bytes: Any) -> TopicPartition:
+        """The partition of a key (murmur2, as Kafka's Java client), remembered for the
+        next record with the same key."""
+        parts = info.all_parts
+        tp = info.tps[parts[murmur2_partition(key_bytes, len(parts))]]
+        if type(key_bytes) is bytes:
+            by_key = info.by_key
+            if len(by_key) >= _KEY_CACHE_SIZE:
+                by_key.clear()
+            by_key[key_bytes] = tp
+        return tp
 
     async def send_and_wait(
         self,

@@ -16,12 +16,14 @@ from rackafka.records.compression import CODEC_NONE, compress
 from rackafka.records.default_records import CONTROL_COMMIT, CRC_START, HEADER, HEADER_SIZE
 
 __all__ = [
+    "NO_HEADERS",
     "VARINT_TABLE_SIZE",
     "BatchBuilder",
     "encode_batch",
     "encode_control_batch",
     "encode_headers",
     "encode_record",
+    "encode_record_raw",
     "finish_batch",
     "varint_table",
 ]
@@ -53,6 +55,25 @@ def _varint(value: int) -> bytes:
     return encode_varint(value)
 
 
+#: The headers part of a record without headers (their count, 0).
+NO_HEADERS = b"\x00"
+#: Encoded header keys (their length varint, then their UTF-8 bytes), by key: a producer
+#: sends the same few keys again and again.  Bounded: emptied when it reaches the limit.
+_HEADER_KEYS: dict[str, bytes] = {}
+_HEADER_KEYS_MAX = 1024
+
+
+def _header_key(hkey: str) -> bytes:
+    """The encoded ``hkey`` (length varint and bytes), remembered in :data:`_HEADER_KEYS`."""
+    raw = hkey.encode("utf-8", "surrogateescape")
+    encoded = _varint(len(raw)) + raw
+    if len(_HEADER_KEYS) >= _HEADER_KEYS_MAX:
+        _HEADER_KEYS.clear()
+    if type(hkey) is str:  # a str subclass may hash differently
+        _HEADER_KEYS[hkey] = encoded
+    return encoded
+
+
 def encode_headers(headers: Sequence[Header]) -> bytes:
     """The headers part of a v2 record: their count, then each key and value.
 
@@ -61,19 +82,18 @@ def encode_headers(headers: Sequence[Header]) -> bytes:
     """
     varints = _VARINTS or varint_table()
     size = VARINT_TABLE_SIZE
+    keys = _HEADER_KEYS
     n = len(headers)
     parts = [varints[n] if n < size else encode_varint(n)]
+    append = parts.append
     for hkey, hvalue in headers:
-        raw = hkey.encode("utf-8", "surrogateescape")
-        n = len(raw)
-        parts.append(varints[n] if n < size else encode_varint(n))
-        parts.append(raw)
+        append(keys.get(hkey) or _header_key(hkey))
         if hvalue is None:
-            parts.append(varints[-1])
+            append(b"\x01")  # the varint of -1
         else:
             n = len(hvalue)
-            parts.append(varints[n] if n < size else encode_varint(n))
-            parts.append(hvalue)
+            append(varints[n] if n < size else encode_varint(n))
+            append(hvalue)
     return b"".join(parts)
 
 
@@ -92,6 +112,24 @@ def encode_record(
         key, value (bytes | None): the key and value.
         headers: ``(str, bytes | None)`` pairs.
     """
+    return encode_record_raw(
+        offset_delta,
+        timestamp_delta,
+        key,
+        value,
+        encode_headers(headers) if headers else b"\x00",
+    )
+
+
+def encode_record_raw(
+    offset_delta: int,
+    timestamp_delta: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: bytes,
+) -> bytes:
+    """:func:`encode_record` with the headers encoded already (by :func:`encode_headers`;
+    ``b"\\x00"`` for none)."""
     varint = _varint
     null = b"\x01"  # the varint of -1
     body = b"".join(
@@ -103,7 +141,7 @@ def encode_record(
             key or b"",
             null if value is None else varint(len(value)),
             value or b"",
-            encode_headers(headers) if headers else b"\x00",
+            headers,
         )
     )
     return varint(len(body)) + body
