@@ -3,7 +3,11 @@
 Each turn of :meth:`FetchLoop.run` routes every fetchable partition (the
 :class:`~rackafka.consumer.routing.ReadReplicaPolicy` says leader or read replica), builds
 one request per broker that has none in flight (with the broker's incremental fetch
-session, KIP-227), and waits for whichever comes first: a response, a connection, an offset
+session, KIP-227) and, for a broker read as a replica, one per *lane*: the partitions it
+serves for one leader, with a connection and a session of their own (see
+:class:`~rackafka.consumer.fetch_state.BrokerFetch`), so that reading every partition
+from one same-rack broker keeps as many fetches in flight as reading from the leaders. It
+then waits for whichever comes first: a response, a connection, an offset
 lookup, or a change made by the user. Responses to different brokers are in flight at the
 same time.
 
@@ -124,7 +128,7 @@ class FetchLoop:
                 if fs.buffered_bytes < self._max_bytes:
                     deadline = min(deadline, self._send_fetches(now))
                 waiters: set[asyncio.Future[Any]] = set(self._lookups.tasks())
-                for broker in fs.brokers.values():
+                for broker in fs.fetchers():
                     if broker.inflight is not None:
                         waiters.add(broker.inflight.future)
                     if broker.side is not None:
@@ -157,7 +161,7 @@ class FetchLoop:
         A method of its own so that no local of :meth:`run` keeps a response (and
         with it every partition's record data) alive while the loop waits.
         """
-        for broker in list(self._fs.brokers.values()):
+        for broker in self._fs.fetchers():
             for entry in (broker.inflight, broker.side):
                 if entry is not None and entry.future.done():
                     if entry.side:
@@ -181,16 +185,15 @@ class FetchLoop:
 
     def tasks(self) -> list[asyncio.Future[Any]]:
         """The connections being opened."""
-        brokers = self._fs.brokers.values()
         return [
             task
-            for broker in brokers
+            for broker in self._fs.fetchers()
             for task in (broker.connecting, broker.side_connecting)
             if task is not None
         ]
 
     def cancel_fetches(self) -> None:
-        for broker in self._fs.brokers.values():
+        for broker in self._fs.fetchers():
             for entry in (broker.inflight, broker.side):
                 if entry is not None:
                     entry.future.cancel()
@@ -252,7 +255,9 @@ class FetchLoop:
     def _send_fetches(self, now: float) -> float:
         fs = self._fs
         deadline = now + self._idle
-        by_node: dict[int, list[PartitionFetch]] = {}
+        # By (node, lane): the lane is the node itself for the partitions it leads, their
+        # leader for those it serves as a read replica (see BrokerFetch).
+        by_lane: dict[tuple[int, int], list[PartitionFetch]] = {}
         side_by_node: dict[int, list[PartitionFetch]] = {}
         cluster = self._cluster
         leader_for = cluster.leader_for
@@ -294,10 +299,17 @@ class FetchLoop:
                 if route.retry_at is not None:
                     deadline = min(deadline, route.retry_at)
                 continue
-            targets = side_by_node if side else by_node
-            parts = targets.get(node)
+            if side:
+                parts = side_by_node.get(node)
+                if parts is None:
+                    side_by_node[node] = [part]
+                else:
+                    parts.append(part)
+                continue
+            key = (node, node if leader is None else leader)
+            parts = by_lane.get(key)
             if parts is None:
-                targets[node] = [part]
+                by_lane[key] = [part]
             else:
                 parts.append(part)
         for node, parts in side_by_node.items():
@@ -307,20 +319,23 @@ class FetchLoop:
             conn = self._client.connection_if_ready(node, channel="seek")
             if conn is None:
                 if broker.side_connecting is None:
-                    broker.side_connecting = asyncio.ensure_future(self._connect(broker, "seek"))
+                    broker.side_connecting = asyncio.ensure_future(self._connect(broker, side=True))
                 continue
             with contextlib.suppress(KafkaError):  # the regular fetch comes anyway
                 self._send_fetch(broker, conn, parts, side=True)
                 for part in parts:
                     part.seeked = False
-        for node, parts in by_node.items():
-            broker = fs.broker(node)
+        for (node, lane), parts in by_lane.items():
+            broker = fs.broker(node) if lane == node else fs.lane(node, lane)
             if broker.inflight is not None:
                 continue
             if broker.pace_until > now:
                 deadline = min(deadline, broker.pace_until)
                 continue
-            conn = self._client.connection_if_ready(node)
+            if broker.backoff.until > now:  # a lane's own failure (the node's: select)
+                deadline = min(deadline, broker.backoff.until)
+                continue
+            conn = self._client.connection_if_ready(node, channel=broker.channel)
             if conn is None:
                 if broker.connecting is None:
                     broker.connecting = asyncio.ensure_future(self._connect(broker))
@@ -346,14 +361,14 @@ class FetchLoop:
             broker is not None and broker.backing_off(time.monotonic())
         ) or self._client.is_backing_off(node)
 
-    async def _connect(self, broker: BrokerFetch, channel: str = "") -> None:
+    async def _connect(self, broker: BrokerFetch, *, side: bool = False) -> None:
         try:
-            await self._client.connect(broker.node, channel=channel)
+            await self._client.connect(broker.node, channel="seek" if side else broker.channel)
         except KafkaError as exc:
-            if not channel:
+            if not side:
                 self._node_failed(broker, exc)
         finally:
-            if channel:
+            if side:
                 broker.side_connecting = None
             else:
                 broker.connecting = None
@@ -476,7 +491,7 @@ class FetchLoop:
             broker.inflight = entry
             for part in parts:
                 part.fetching = True
-        broker.version = version
+        broker.version = fs.broker(node).version = version
         timeout = conn.request_timeout + self._max_wait_ms / 1000
         timer = asyncio.get_running_loop().call_later(timeout, _expire, fut, conn, node, timeout)
         fut.add_done_callback(lambda _f: timer.cancel())
