@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+import uuid
+from typing import Any
+
 import pytest
 
 from rackafka._backoff import BackoffPolicy
 from rackafka.client import KafkaClient
+from rackafka.cluster import PartitionInfo
 from rackafka.consumer.fetch_state import Buffered, FetchState
 from rackafka.consumer.fetcher import Fetcher
 from rackafka.consumer.routing import ReadReplicaPolicy
 from rackafka.errors import ReplicaNotAvailableError
+from rackafka.protocol.apis.fetch import FETCH
 from rackafka.structs import TopicPartition
 from rackafka.subscription import SubscriptionState
 
@@ -138,6 +144,67 @@ async def test_fetcher_backs_off_by_retry_backoff_ms_up_to_its_max(
         assert outcomes[0] == pytest.approx(first, rel=0.21)
         assert outcomes[-1] == pytest.approx(longest, rel=0.21)
         assert max(o for o in outcomes if o is not None) <= longest
+    finally:
+        await fetcher.close()
+        await client.close()
+
+
+class _RecordingConn:
+    """A connection that keeps the Fetch requests sent (never answered)."""
+
+    request_timeout = 30.0
+
+    def __init__(self, version: int) -> None:
+        self._version = version
+        self.sent: list[tuple[Any, int]] = []
+
+    def version(self, api: Any) -> int:
+        return self._version
+
+    def send(self, api: Any, request: Any, *, version: int) -> asyncio.Future[Any]:
+        self.sent.append((request, version))
+        return asyncio.get_running_loop().create_future()
+
+
+async def test_a_session_restarted_for_a_topic_without_id_lists_every_partition() -> None:
+    # The session holds a-0, a-1 and b-0; b is revoked and its topic id is gone: the
+    # forgotten topic cannot be named, so the request becomes a new full fetch by name,
+    # which must list every partition wanted (a-1 too, unchanged since the last request).
+    a0, a1, b0 = TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("b", 0)
+    client = KafkaClient("127.0.0.1:9")
+    fetcher = Fetcher(client, SubscriptionState("earliest"))
+    cluster = client.cluster
+    for tp in (a0, a1, b0):
+        cluster.partitions.setdefault(tp.topic, {})[tp.partition] = PartitionInfo(
+            tp.topic, tp.partition, 1, 0, (1,), (1,)
+        )
+    cluster.topic_ids.update(a=uuid.uuid4(), b=uuid.uuid4())
+    loop, fs = fetcher._loop, fetcher._fs
+    conn = _RecordingConn(13)
+    try:
+        fs.subs.assign([a0, a1, b0])
+        for part in fs.sync().values():
+            part.state.set_position(0)
+        broker = fs.broker(1)
+        loop._send_fetch(broker, conn, list(fs.parts.values()))
+        broker.session.handle_response(0, session_id=9)
+        assert broker.session.established
+        for part in fs.parts.values():
+            part.fetching = False
+        del cluster.topic_ids["b"]
+        fs.subs.assign([a0, a1])
+        fs.sync()[a0].state.set_position(5)
+        loop._send_fetch(broker, conn, list(fs.parts.values()))
+        request, version = conn.sent[-1]
+        assert version == 12
+        # As the broker reads it.
+        request = FETCH.decode_request(version, FETCH.encode_request(version, request))
+        assert (request.session_id, request.session_epoch) == (0, 0)
+        assert request.forgotten_topics_data == []
+        listed = {
+            (t.topic, p.partition, p.fetch_offset) for t in request.topics for p in t.partitions
+        }
+        assert listed == {("a", 0, 5), ("a", 1, 0)}
     finally:
         await fetcher.close()
         await client.close()

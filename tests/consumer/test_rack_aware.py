@@ -245,6 +245,16 @@ async def test_reads_stay_in_client_rack_after_first_redirect(
             assert 1 <= fetches[node] <= 2, fetches
         assert fetches[2] >= 2
         assert stats.routing_changes == 4  # leader -> broker 2, once per followed partition
+
+        # Broker 2 serves the partitions of leaders 1 and 3 in a fetch lane each, on
+        # connections of their own, beside its own fetch: as many fetches in flight as
+        # reading from the leaders.
+        assert consumer._fetcher is not None
+        fs = consumer._fetcher._fs
+        assert sorted(fs.lanes) == [(2, 1), (2, 3)]
+        for (_node, leader), lane in fs.lanes.items():
+            assert lane.channel == f"fetch-{leader}" and lane.counters is fs.brokers[2].counters
+            assert lane.version == fs.brokers[2].version >= 11
     finally:
         await consumer.stop()
 
@@ -724,11 +734,15 @@ async def test_idle_fetch_rate_is_bounded(
         ledger.check(total)
 
         fetches = [r for r in cluster.requests("Fetch") if start <= r.timestamp <= end]
-        # One fetch per broker in use per MaxWait (500 ms): 2/s per broker.
+        # One fetch per stream per MaxWait (500 ms): 2/s per stream. A stream is a broker
+        # read as leader or, for a read replica, one lane per leader it serves for: as many
+        # streams (3) either way, all on the same-rack broker with client_rack.
         brokers_used = {r.broker_id for r in fetches}
         assert brokers_used == ({2} if client_rack else {1, 2, 3})
+        streams = len({i.leader for i in cluster.partitions(topic)})
+        assert streams == 3
         rate = len(fetches) / (end - start)
-        assert rate <= 2.5 * len(brokers_used), f"{rate:.1f} fetches/s when idle"
-        assert rate >= 1.0 * len(brokers_used), f"{rate:.1f} fetches/s: fetching stalled"
+        assert rate <= 2.5 * streams, f"{rate:.1f} fetches/s when idle"
+        assert rate >= 1.0 * streams, f"{rate:.1f} fetches/s: fetching stalled"
     finally:
         await consumer.stop()

@@ -3,7 +3,11 @@
 Each turn of :meth:`FetchLoop.run` routes every fetchable partition (the
 :class:`~rackafka.consumer.routing.ReadReplicaPolicy` says leader or read replica), builds
 one request per broker that has none in flight (with the broker's incremental fetch
-session, KIP-227), and waits for whichever comes first: a response, a connection, an offset
+session, KIP-227) and, for a broker read as a replica, one per *lane*: the partitions it
+serves for one leader, with a connection and a session of their own (see
+:class:`~rackafka.consumer.fetch_state.BrokerFetch`), so that reading every partition
+from one same-rack broker keeps as many fetches in flight as reading from the leaders. It
+then waits for whichever comes first: a response, a connection, an offset
 lookup, or a change made by the user. Responses to different brokers are in flight at the
 same time.
 
@@ -45,7 +49,7 @@ from rackafka.protocol.apis.fetch import FETCH
 from rackafka.protocol.schema import UUID_ZERO
 from rackafka.records.scan import last_batch_end
 from rackafka.structs import TopicPartition
-from rackafka.subscription import NONE, PartitionState
+from rackafka.subscription import NONE
 
 __all__ = ["READ_COMMITTED", "READ_UNCOMMITTED", "FetchLoop"]
 
@@ -124,7 +128,7 @@ class FetchLoop:
                 if fs.buffered_bytes < self._max_bytes:
                     deadline = min(deadline, self._send_fetches(now))
                 waiters: set[asyncio.Future[Any]] = set(self._lookups.tasks())
-                for broker in fs.brokers.values():
+                for broker in fs.fetchers():
                     if broker.inflight is not None:
                         waiters.add(broker.inflight.future)
                     if broker.side is not None:
@@ -157,7 +161,7 @@ class FetchLoop:
         A method of its own so that no local of :meth:`run` keeps a response (and
         with it every partition's record data) alive while the loop waits.
         """
-        for broker in list(self._fs.brokers.values()):
+        for broker in self._fs.fetchers():
             for entry in (broker.inflight, broker.side):
                 if entry is not None and entry.future.done():
                     if entry.side:
@@ -181,16 +185,15 @@ class FetchLoop:
 
     def tasks(self) -> list[asyncio.Future[Any]]:
         """The connections being opened."""
-        brokers = self._fs.brokers.values()
         return [
             task
-            for broker in brokers
+            for broker in self._fs.fetchers()
             for task in (broker.connecting, broker.side_connecting)
             if task is not None
         ]
 
     def cancel_fetches(self) -> None:
-        for broker in self._fs.brokers.values():
+        for broker in self._fs.fetchers():
             for entry in (broker.inflight, broker.side):
                 if entry is not None:
                     entry.future.cancel()
@@ -252,13 +255,25 @@ class FetchLoop:
     def _send_fetches(self, now: float) -> float:
         fs = self._fs
         deadline = now + self._idle
-        by_node: dict[int, list[PartitionState]] = {}
-        side_by_node: dict[int, list[PartitionState]] = {}
+        # By (node, lane): the lane is the node itself for the partitions it leads, their
+        # leader for those it serves as a read replica (see BrokerFetch).
+        by_lane: dict[tuple[int, int], list[PartitionFetch]] = {}
+        side_by_node: dict[int, list[PartitionFetch]] = {}
         cluster = self._cluster
+        leader_for = cluster.leader_for
         node_known = self._node_known
-        backing_off = self._node_backing_off
+        select = self.policy.select
+        max_bytes = self._partition_max_bytes
+        # A node's backoff, asked once per round (not once per partition).
+        backing: dict[int, bool] = {}
+
+        def backing_off(node: int) -> bool:
+            known = backing.get(node)
+            if known is None:
+                known = backing[node] = self._node_backing_off(node)
+            return known
+
         for part in fs.sync().values():
-            state = part.state
             side = False
             if part.fetching:
                 # Seeked while the broker holds its fetch (a long poll): fetch the new
@@ -266,58 +281,73 @@ class FetchLoop:
                 if not part.seeked or part.side:
                     continue
                 side = True
-            if not state.is_fetchable or part.bytes >= self._partition_max_bytes or part.lookup:
+            if not part.state.is_fetchable or part.bytes >= max_bytes or part.lookup:
                 continue
             retry_at = part.backoff.until
             if retry_at > now:
                 deadline = min(deadline, retry_at)
                 continue
             tp = part.tp
-            leader = cluster.leader_for(tp)
-            route = self.policy.select(
-                tp, leader, now, node_known=node_known, node_backing_off=backing_off
-            )
-            self.log_change(route.change)
+            leader = leader_for(tp)
+            route = select(tp, leader, now, node_known=node_known, node_backing_off=backing_off)
+            if route.change is not None:
+                self.log_change(route.change)
             if route.refresh_metadata or leader is None:
                 self._client.request_update()
-            if route.node is None:
+            node = route.node
+            if node is None:
                 if route.retry_at is not None:
                     deadline = min(deadline, route.retry_at)
                 continue
-            (side_by_node if side else by_node).setdefault(route.node, []).append(state)
-        for node, states in side_by_node.items():
+            if side:
+                parts = side_by_node.get(node)
+                if parts is None:
+                    side_by_node[node] = [part]
+                else:
+                    parts.append(part)
+                continue
+            key = (node, node if leader is None else leader)
+            parts = by_lane.get(key)
+            if parts is None:
+                by_lane[key] = [part]
+            else:
+                parts.append(part)
+        for node, parts in side_by_node.items():
             broker = fs.broker(node)
             if broker.side is not None:
                 continue
             conn = self._client.connection_if_ready(node, channel="seek")
             if conn is None:
                 if broker.side_connecting is None:
-                    broker.side_connecting = asyncio.ensure_future(self._connect(broker, "seek"))
+                    broker.side_connecting = asyncio.ensure_future(self._connect(broker, side=True))
                 continue
             with contextlib.suppress(KafkaError):  # the regular fetch comes anyway
-                self._send_fetch(broker, conn, states, side=True)
-                for s in states:
-                    fs.parts[s.tp].seeked = False
-        for node, states in by_node.items():
-            broker = fs.broker(node)
+                self._send_fetch(broker, conn, parts, side=True)
+                for part in parts:
+                    part.seeked = False
+        for (node, lane), parts in by_lane.items():
+            broker = fs.broker(node) if lane == node else fs.lane(node, lane)
             if broker.inflight is not None:
                 continue
             if broker.pace_until > now:
                 deadline = min(deadline, broker.pace_until)
                 continue
-            conn = self._client.connection_if_ready(node)
+            if broker.backoff.until > now:  # a lane's own failure (the node's: select)
+                deadline = min(deadline, broker.backoff.until)
+                continue
+            conn = self._client.connection_if_ready(node, channel=broker.channel)
             if conn is None:
                 if broker.connecting is None:
                     broker.connecting = asyncio.ensure_future(self._connect(broker))
                 continue
             try:
-                self._send_fetch(broker, conn, states)
+                self._send_fetch(broker, conn, parts)
             except UnsupportedVersionError as exc:
                 # No Fetch version in common: retrying cannot help, the user must know.
                 self._node_failed(broker, exc)
-                for state in states:
-                    if state.error is None:
-                        fs.fail(state, exc)
+                for part in parts:
+                    if part.state.error is None:
+                        fs.fail(part.state, exc)
             except KafkaError as exc:
                 self._node_failed(broker, exc)
         return deadline
@@ -331,14 +361,14 @@ class FetchLoop:
             broker is not None and broker.backing_off(time.monotonic())
         ) or self._client.is_backing_off(node)
 
-    async def _connect(self, broker: BrokerFetch, channel: str = "") -> None:
+    async def _connect(self, broker: BrokerFetch, *, side: bool = False) -> None:
         try:
-            await self._client.connect(broker.node, channel=channel)
+            await self._client.connect(broker.node, channel="seek" if side else broker.channel)
         except KafkaError as exc:
-            if not channel:
+            if not side:
                 self._node_failed(broker, exc)
         finally:
-            if channel:
+            if side:
                 broker.side_connecting = None
             else:
                 broker.connecting = None
@@ -358,7 +388,7 @@ class FetchLoop:
         self._client.request_update()
 
     def _send_fetch(
-        self, broker: BrokerFetch, conn: Any, states: list[PartitionState], *, side: bool = False
+        self, broker: BrokerFetch, conn: Any, parts: list[PartitionFetch], *, side: bool = False
     ) -> None:
         node = broker.node
         version = conn.version(FETCH)
@@ -371,55 +401,63 @@ class FetchLoop:
                 node,
                 version,
             )
+        cluster = self._cluster
         topic_ids: dict[str, Any] = {}
         if version >= _TOPIC_ID_FETCH_VERSION:
-            for s in states:
-                tid = self._cluster.topic_ids.get(s.tp.topic)
+            ids = cluster.topic_ids
+            for topic in {part.tp.topic for part in parts}:
+                tid = ids.get(topic)
                 if tid is None or tid == UUID_ZERO:
                     version = min(version, _TOPIC_ID_FETCH_VERSION - 1)
                     break
-                topic_ids[s.tp.topic] = tid
+                topic_ids[topic] = tid
+        partition_info = cluster.partition
+        max_bytes = self._partition_max_bytes
         wanted: dict[TopicPartition, PartitionFetchState] = {}
-        for s in states:
-            info = self._cluster.partition(s.tp)
-            assert s.fetch_position is not None
-            wanted[s.tp] = PartitionFetchState(
-                s.fetch_position,
+        offsets: dict[TopicPartition, int] = {}
+        for part in parts:
+            tp = part.tp
+            state = part.state
+            info = partition_info(tp)
+            offset = state.fetch_position
+            assert offset is not None
+            offsets[tp] = offset
+            wanted[tp] = PartitionFetchState(
+                offset,
                 info.leader_epoch if info is not None else -1,
-                s.fetch_epoch,
-                self._partition_max_bytes,
+                state.fetch_epoch,
+                max_bytes,
             )
         # A side fetch is a full fetch outside the broker's session.
         session: FetchSession[TopicPartition] = FetchSession(node) if side else broker.session
         plan = session.build(wanted)
-        use_ids = version >= _TOPIC_ID_FETCH_VERSION
-        topics: dict[str, list[dict[str, Any]]] = {}
-        for tp, ps in plan.partitions.items():
-            topics.setdefault(tp.topic, []).append(
-                {
-                    "partition": tp.partition,
-                    "current_leader_epoch": ps.current_leader_epoch,
-                    "fetch_offset": ps.fetch_offset,
-                    "last_fetched_epoch": ps.last_fetched_epoch,
-                    "log_start_offset": -1,
-                    "partition_max_bytes": ps.max_bytes,
-                }
-            )
-        forgotten: dict[str, list[int]] = {}
-        for tp in plan.forgotten:
-            forgotten.setdefault(tp.topic, []).append(tp.partition)
-        if use_ids:
-            for name in list(topics) + list(forgotten):
+        if version >= _TOPIC_ID_FETCH_VERSION and plan.forgotten:
+            ids = cluster.topic_ids
+            for tp in plan.forgotten:
+                name = tp.topic
                 if name not in topic_ids:
-                    tid = self._cluster.topic_ids.get(name)
+                    tid = ids.get(name)
                     if tid is None or tid == UUID_ZERO:
                         # A forgotten topic without an id: start a fresh full session.
                         session.reset()
                         version = _TOPIC_ID_FETCH_VERSION - 1
-                        use_ids = False
                         plan = session.build(wanted)
                         break
                     topic_ids[name] = tid
+        # Each partition as the tuple FETCH writes in one go: (partition,
+        # current_leader_epoch, fetch_offset, last_fetched_epoch, log_start_offset,
+        # partition_max_bytes).
+        topics: dict[str, list[tuple[int, int, int, int, int, int]]] = {}
+        for tp, (offset, leader_epoch, last_epoch, part_max) in plan.partitions.items():
+            item = (tp.partition, leader_epoch, offset, last_epoch, -1, part_max)
+            items = topics.get(tp.topic)
+            if items is None:
+                topics[tp.topic] = [item]
+            else:
+                items.append(item)
+        forgotten: dict[str, list[int]] = {}
+        for tp in plan.forgotten:
+            forgotten.setdefault(tp.topic, []).append(tp.partition)
         request = FETCH.Request(
             replica_id=-1,
             max_wait_ms=self._max_wait_ms,
@@ -443,19 +481,17 @@ class FetchLoop:
         if node not in fs.node_counters:
             fs.node_counters[node] = broker.counters
         broker.counters.requests += 1
-        offsets = {tp: ps.fetch_offset for tp, ps in wanted.items()}
         names = {tid: name for name, tid in topic_ids.items()}
         entry = InFlight(node, fut, version, offsets, names, time.monotonic(), side)
-        parts = fs.parts
         if side:
             broker.side = entry
-            for tp in offsets:
-                parts[tp].side = True
+            for part in parts:
+                part.side = True
         else:
             broker.inflight = entry
-            for tp in offsets:
-                parts[tp].fetching = True
-        broker.version = version
+            for part in parts:
+                part.fetching = True
+        broker.version = fs.broker(node).version = version
         timeout = conn.request_timeout + self._max_wait_ms / 1000
         timer = asyncio.get_running_loop().call_later(timeout, _expire, fut, conn, node, timeout)
         fut.add_done_callback(lambda _f: timer.cancel())
@@ -517,10 +553,12 @@ class FetchLoop:
                     state.last_stable_offset = p.last_stable_offset
                 if p.log_start_offset >= 0:
                     state.log_start_offset = p.log_start_offset
-                leader = self._cluster.leader_for(tp)
-                self.log_change(
-                    self.policy.on_fetch_response(tp, node, leader, p.preferred_read_replica, now)
-                )
+                hint = p.preferred_read_replica
+                # The leader matters only to a hint (a change of read replica).
+                leader = self._cluster.leader_for(tp) if hint >= 0 else None
+                change = self.policy.on_fetch_response(tp, node, leader, hint, now)
+                if change is not None:
+                    self.log_change(change)
                 diverging = p.diverging_epoch
                 if diverging is not None and diverging.end_offset >= 0:
                     self._truncated(part, diverging.epoch, diverging.end_offset)

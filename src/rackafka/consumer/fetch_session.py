@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 from rackafka.errors import (
     BrokerResponseError,
@@ -37,9 +37,9 @@ SESSION_ERRORS: tuple[type[BrokerResponseError], ...] = (
 )
 
 
-@dataclass(frozen=True)
-class PartitionFetchState:
-    """What a fetch request says about one partition."""
+class PartitionFetchState(NamedTuple):
+    """What a fetch request says about one partition (a tuple: cheap to make and compare,
+    as the fetcher makes one per partition per request)."""
 
     fetch_offset: int
     current_leader_epoch: int

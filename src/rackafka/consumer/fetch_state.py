@@ -65,10 +65,18 @@ class InFlight:
 
 
 class BrokerFetch:
-    """What the fetcher holds for one broker."""
+    """What the fetcher holds for one broker, or for one extra fetch lane to it.
+
+    The broker's own object (:meth:`FetchState.broker`) fetches the partitions it leads on
+    the broker's connection; a *lane* (:meth:`FetchState.lane`) fetches those it serves as
+    a read replica for another leader, on a connection (``channel``) and in a fetch
+    session of its own, beside it: so a broker that serves every partition (KIP-392) gets
+    as many fetches in flight as the leaders would, each up to ``fetch_max_bytes``.
+    """
 
     __slots__ = (
         "backoff",
+        "channel",
         "connecting",
         "counters",
         "inflight",
@@ -82,8 +90,10 @@ class BrokerFetch:
         "version",
     )
 
-    def __init__(self, node: int, retry: BackoffPolicy) -> None:
+    def __init__(self, node: int, retry: BackoffPolicy, channel: str = "") -> None:
         self.node = node
+        #: The connection's channel ("" for the broker's own connection).
+        self.channel = channel
         #: The incremental fetch session (KIP-227).
         self.session: FetchSession[TopicPartition] = FetchSession(node)
         #: The regular fetch in flight, and the side fetch for seeked partitions.
@@ -220,6 +230,8 @@ class FetchState:
     retry: BackoffPolicy
     parts: dict[TopicPartition, PartitionFetch] = field(default_factory=dict)
     brokers: dict[int, BrokerFetch] = field(default_factory=dict)
+    #: The extra fetch lanes, by (node, leader of the partitions it serves as replica).
+    lanes: dict[tuple[int, int], BrokerFetch] = field(default_factory=dict)
     #: Undecoded record data, oldest first (always this deque: parts keep a reference).
     buffered: deque[Buffered] = field(default_factory=deque)
     buffered_bytes: int = 0
@@ -245,6 +257,18 @@ class FetchState:
             broker = self.brokers[node] = BrokerFetch(node, self.retry)
         return broker
 
+    def lane(self, node: int, leader: int) -> BrokerFetch:
+        """The fetch lane to ``node`` for the partitions it serves for ``leader``."""
+        lane = self.lanes.get((node, leader))
+        if lane is None:
+            lane = self.lanes[node, leader] = BrokerFetch(node, self.retry, f"fetch-{leader}")
+            lane.counters = self.broker(node).counters  # one node, one set of counters
+        return lane
+
+    def fetchers(self) -> list[BrokerFetch]:
+        """Every broker and every lane: what may have a fetch or a connection under way."""
+        return [*self.brokers.values(), *self.lanes.values()]
+
     def sync(self) -> dict[TopicPartition, PartitionFetch]:
         """The assigned partitions' states, in assignment order, after the assignment
         changed: the one place where a partition's state is made and dropped."""
@@ -267,7 +291,7 @@ class FetchState:
         tp = state.tp
         part = PartitionFetch(state, self.policy.track(tp), self.retry)
         # A request or lookup sent before it was revoked may still be out.
-        for broker in self.brokers.values():
+        for broker in self.fetchers():
             if broker.inflight is not None and tp in broker.inflight.offsets:
                 part.fetching = True
             if broker.side is not None and tp in broker.side.offsets:

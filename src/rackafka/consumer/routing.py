@@ -240,6 +240,9 @@ class ReadReplicaPolicy(Generic[K]):
         self._backoff = BackoffPolicy(backoff_s * 1000, max_backoff_s * 1000, jitter=jitter)
         self._states: dict[K, ReplicaLease] = {}
         self._old_brokers: set[int] = set()
+        #: The plain routes (no change, no refresh) of each node: the fetcher asks for one
+        #: per partition per request, and a Route never changes once made.
+        self._plain_routes: dict[tuple[int, str], Route[K]] = {}
 
     # -- routing --------------------------------------------------------------------------------
 
@@ -306,7 +309,7 @@ class ReadReplicaPolicy(Generic[K]):
                         broker_supports_rack is None or broker_supports_rack(replica)
                     )
                     if supported and not node_backing_off(replica):
-                        return Route(replica, "preferred")
+                        return self._plain(replica, "preferred")
                     refresh = not known
                     if known and not supported:
                         change = self._drop(tp, st, "old-broker")
@@ -325,7 +328,9 @@ class ReadReplicaPolicy(Generic[K]):
             return Route(None, "no-leader", refresh_metadata=True, change=change)
         if node_backing_off(leader):
             return Route(None, "leader-backoff", refresh_metadata=refresh, change=change)
-        return Route(leader, "leader", refresh_metadata=refresh, change=change)
+        if refresh or change is not None:
+            return Route(leader, "leader", refresh_metadata=refresh, change=change)
+        return self._plain(leader, "leader")
 
     # -- events ---------------------------------------------------------------------------------
 
@@ -600,6 +605,12 @@ class ReadReplicaPolicy(Generic[K]):
         if st is None:
             st = self._states[tp] = ReplicaLease(self._backoff)
         return st
+
+    def _plain(self, node: int, reason: RouteReason) -> Route[K]:
+        route = self._plain_routes.get((node, reason))
+        if route is None:
+            route = self._plain_routes[node, reason] = Route(node, reason)
+        return route
 
     def _drop(self, tp: K, st: ReplicaLease, reason: str) -> RoutingChange[K]:
         old = st.replica
