@@ -29,6 +29,7 @@ async def read_to_end(
     isolation_level: str = "read_uncommitted",
     timeout: float = 120.0,
     at_least: int = 0,
+    settled: bool = False,
     **options: Any,
 ) -> dict[int, list[ConsumerRecord[Any, Any]]]:
     """Every record of ``topic`` from the beginning to its end offset, per partition.
@@ -37,8 +38,21 @@ async def read_to_end(
     control records are skipped, an open transaction's records are not reached.
     ``at_least``: wait until the end offsets add up to that many (with ``acks=1`` the high
     watermark moves once the followers have the records).
+    ``settled``: every transaction on the topic has ended (committed or aborted), so wait
+    until the last stable offset reaches the high watermark: a commit returns once the
+    coordinator has decided, and the partitions' commit markers, which move the last stable
+    offset, are written after that.
     """
     tps = [TopicPartition(topic, p) for p in range(partitions)]
+    if settled:
+        probe: AIOKafkaConsumer[Any, Any] = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap_servers, **options
+        )
+        await probe.start()
+        try:
+            at_least = max(at_least, sum((await probe.end_offsets(tps)).values()))
+        finally:
+            await probe.stop()
     consumer: AIOKafkaConsumer[Any, Any] = AIOKafkaConsumer(
         bootstrap_servers=bootstrap_servers,
         auto_offset_reset="earliest",

@@ -69,7 +69,9 @@ async def test_commit_is_visible_abort_and_open_are_not(kafka: KafkaCluster) -> 
     finally:
         await producer.stop()
     committed = values(
-        await read_to_end(kafka.bootstrap_servers, topic, 2, isolation_level="read_committed")
+        await read_to_end(
+            kafka.bootstrap_servers, topic, 2, isolation_level="read_committed", settled=True
+        )
     )
     assert committed == {
         p: expected[p] + [b"open-%d" % i for i in range(4) if i % 2 == p] for p in range(2)
@@ -112,7 +114,9 @@ async def test_a_zombie_is_fenced(kafka: KafkaCluster) -> None:
         await zombie.stop()
         await successor.stop()
     committed = values(
-        await read_to_end(kafka.bootstrap_servers, topic, 1, isolation_level="read_committed")
+        await read_to_end(
+            kafka.bootstrap_servers, topic, 1, isolation_level="read_committed", settled=True
+        )
     )
     assert committed == {0: [b"successor-1", b"successor-2"]}
 
@@ -148,7 +152,9 @@ async def test_a_zombie_is_fenced_when_it_adds_a_partition(kafka: KafkaCluster) 
         await zombie.stop()
         await successor.stop()
     committed = values(
-        await read_to_end(kafka.bootstrap_servers, topic, 2, isolation_level="read_committed")
+        await read_to_end(
+            kafka.bootstrap_servers, topic, 2, isolation_level="read_committed", settled=True
+        )
     )
     assert committed == {0: [b"zombie-committed"], 1: [b"successor"]}
 
@@ -287,7 +293,9 @@ async def test_consume_transform_produce_exactly_once(kafka: KafkaCluster) -> No
     assert first + second == n
     source_values = values(await read_to_end(kafka.bootstrap_servers, source, 2))
     sink_values = values(
-        await read_to_end(kafka.bootstrap_servers, sink, 2, isolation_level="read_committed")
+        await read_to_end(
+            kafka.bootstrap_servers, sink, 2, isolation_level="read_committed", settled=True
+        )
     )
     assert sink_values == {p: [v.upper() for v in vs] for p, vs in source_values.items()}
     # The zombie's uncommitted output is in the log, aborted: read_uncommitted sees it.
