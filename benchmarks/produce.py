@@ -356,6 +356,21 @@ def available(client: str) -> bool:
     return True
 
 
+def _small_records_spec(
+    suite: str, count: int, linger: int | None, batch: int | None
+) -> dict[str, Any]:
+    """The child's spec of a latency or batch run: 100 B records, acks=1, uncompressed."""
+    return {
+        "suite": suite,
+        "dataset": "100B",
+        "count": count,
+        "acks": 1,
+        "compression": None,
+        "linger_ms": linger,
+        "max_batch_size": batch,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument(
@@ -465,15 +480,7 @@ def main(argv: list[str] | None = None) -> int:
                         "linger_ms": linger,
                         "max_batch_size": batch,
                     }
-                    spec = {
-                        "suite": "latency",
-                        "dataset": "100B",
-                        "count": count,
-                        "acks": 1,
-                        "compression": None,
-                        "linger_ms": linger,
-                        "max_batch_size": batch,
-                    }
+                    spec = _small_records_spec("latency", count, linger, batch)
                     measure(cluster, row, spec)
         if "batch" in suites:
             count = DATASETS["100B"][1 if args.quick else 0]
@@ -488,15 +495,7 @@ def main(argv: list[str] | None = None) -> int:
                     "linger_ms": "default" if linger is None else linger,
                     "max_batch_size": "default" if batch is None else batch,
                 }
-                spec = {
-                    "suite": "batch",
-                    "dataset": "100B",
-                    "count": count,
-                    "acks": 1,
-                    "compression": None,
-                    "linger_ms": linger,
-                    "max_batch_size": batch,
-                }
+                spec = _small_records_spec("batch", count, linger, batch)
                 measure(cluster, row, spec)
     if any(row.get("suite", "throughput") == "throughput" for row in measured):
         print(summary_table(measured, clients), flush=True)

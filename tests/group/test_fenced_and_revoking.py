@@ -77,11 +77,9 @@ async def test_fenced_static_member_stops_and_raises(embedded_cluster) -> None:
         await a.stop()
 
 
-async def test_no_record_of_a_partition_being_revoked_is_handed_out(embedded_cluster) -> None:
-    c = embedded_cluster
-    c.create_topic("revoking", partitions=4, replication_factor=3)
-    c.produce("revoking", 4000, value_size=50, partition="spread")
-    a = AIOKafkaConsumer(
+def _revoking_member(c) -> AIOKafkaConsumer:
+    """A cooperative member of the revoking test's group."""
+    return AIOKafkaConsumer(
         bootstrap_servers=c.bootstrap_servers,
         group_id="g-revoking",
         partition_assignment_strategy="cooperative-sticky",
@@ -89,6 +87,13 @@ async def test_no_record_of_a_partition_being_revoked_is_handed_out(embedded_clu
         session_timeout_ms=3000,
         auto_offset_reset="earliest",
     )
+
+
+async def test_no_record_of_a_partition_being_revoked_is_handed_out(embedded_cluster) -> None:
+    c = embedded_cluster
+    c.create_topic("revoking", partitions=4, replication_factor=3)
+    c.produce("revoking", 4000, value_size=50, partition="spread")
+    a = _revoking_member(c)
     a.subscribe(["revoking"])
     await a.start()
     b = None
@@ -116,14 +121,7 @@ async def test_no_record_of_a_partition_being_revoked_is_handed_out(embedded_clu
             await commit_positions(partitions)
 
         offsets.commit_positions = slow_commit
-        b = AIOKafkaConsumer(
-            bootstrap_servers=c.bootstrap_servers,
-            group_id="g-revoking",
-            partition_assignment_strategy="cooperative-sticky",
-            heartbeat_interval_ms=100,
-            session_timeout_ms=3000,
-            auto_offset_reset="earliest",
-        )
+        b = _revoking_member(c)
         b.subscribe(["revoking"])
         await b.start()
         await asyncio.wait_for(committing.wait(), 30)

@@ -381,6 +381,16 @@ async def test_tls_failures_are_clear_and_quick(pki: dict[str, Any], case: str) 
         await broker.close()
 
 
+def _hang_up(writer: asyncio.StreamWriter, how: str) -> None:
+    """End a connection with a FIN (``close``) or a reset (``reset``)."""
+    if how == "reset":
+        sock = writer.get_extra_info("socket")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        writer.transport.abort()
+    else:
+        writer.close()
+
+
 @pytest.mark.parametrize("how", ["close", "reset"])
 async def test_a_broker_that_hangs_up_after_the_tls_handshake_is_a_tls_refusal(
     pki: dict[str, Any], how: str
@@ -391,12 +401,7 @@ async def test_a_broker_that_hangs_up_after_the_tls_handshake_is_a_tls_refusal(
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.read(4)  # the first request has arrived
-        if how == "reset":
-            sock = writer.get_extra_info("socket")
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            writer.transport.abort()
-        else:
-            writer.close()
+        _hang_up(writer, how)
 
     server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=pki["server"])
     port = server.sockets[0].getsockname()[1]
@@ -425,12 +430,7 @@ async def test_a_hang_up_before_the_connection_is_set_up_is_seen_at_once(
     request timeout."""
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if how == "reset":
-            sock = writer.get_extra_info("socket")
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            writer.transport.abort()
-        else:
-            writer.close()
+        _hang_up(writer, how)
 
     server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=pki["server"])
     port = server.sockets[0].getsockname()[1]
