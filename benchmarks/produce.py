@@ -16,6 +16,13 @@ compression. The asyncio clients
 application that checks delivery writes it); confluent-kafka calls ``produce()`` and
 ``poll(0)``, then ``flush()``.
 
+``rackafka-batch`` is rackafka's batch API, the way aiokafka documents it:
+``create_batch()``, ``append()`` records until it returns ``None`` (the batch is full),
+``send_batch()`` the batch to the next partition (round-robin over the topic's
+partitions, whatever the key), then await the batches' futures. Its ratios are shown
+too (``batch akC``, ``batch cfT``). The latency suite leaves it out (one record at a time
+is ``send()``'s case).
+
 ``confluent-tuned`` is confluent-kafka set up for throughput as librdkafka documents it
 (:data:`CONFLUENT_TUNED`; same ``produce()``/``poll(0)``/``flush()`` loop, the run's
 ``acks`` and compression): librdkafka's introduction ("High throughput") says batching is
@@ -95,7 +102,9 @@ sys.path.insert(0, str(HERE))
 from consume import ENGINES, load_average, open_cluster  # noqa: E402
 
 RESULTS = HERE / "results"
-CLIENTS = ("rackafka", "aiokafka-c", "confluent", "confluent-tuned")
+CLIENTS = ("rackafka", "rackafka-batch", "aiokafka-c", "confluent", "confluent-tuned")
+#: The clients whose ratios the summary table shows (rackafka's two paths).
+OURS = ("rackafka", "rackafka-batch")
 #: librdkafka producer settings of ``confluent-tuned`` (see the module docstring).
 CONFLUENT_TUNED: dict[str, Any] = {
     "linger.ms": 100,
@@ -103,8 +112,9 @@ CONFLUENT_TUNED: dict[str, Any] = {
     "batch.num.messages": 100_000,
     "queue.buffering.max.messages": 1_000_000,
 }
-#: Clients measured only in the throughput suite (they choose their own batching).
-THROUGHPUT_ONLY = ("confluent-tuned",)
+#: Clients left out of a suite: confluent-tuned chooses its own batching, and the latency
+#: of one record at a time is ``send()``'s, not the batch API's.
+SKIPPED = {"latency": ("confluent-tuned", "rackafka-batch"), "batch": ("confluent-tuned",)}
 REFERENCE = "aiokafka-c"
 TUNED_REFERENCE = "confluent-tuned"
 DATASETS = {"100B": (200_000, 20_000), "10KB": (20_000, 3_000), "events": (100_000, 20_000)}
@@ -156,7 +166,7 @@ def make_records(
 
 
 async def run_asyncio(spec: dict[str, Any], records: list[Any]) -> float | list[float]:
-    if spec["client"] == "rackafka":
+    if spec["client"].startswith("rackafka"):
         from rackafka import AIOKafkaProducer
     else:
         from aiokafka import AIOKafkaProducer  # type: ignore[no-redef]
@@ -172,6 +182,8 @@ async def run_asyncio(spec: dict[str, Any], records: list[Any]) -> float | list[
         await producer.partitions_for(topic)
         if spec.get("suite") == "latency":
             return await _asyncio_latencies(producer, topic, spec, records)
+        if spec["client"] == "rackafka-batch":
+            return await _send_batches(producer, topic, records)
         start = time.perf_counter()
         futures = []
         send = producer.send
@@ -184,6 +196,34 @@ async def run_asyncio(spec: dict[str, Any], records: list[Any]) -> float | list[
         return time.perf_counter() - start
     finally:
         await producer.stop()
+
+
+async def _send_batches(producer: Any, topic: str, records: list[Any]) -> float:
+    """The batch API as aiokafka documents it: fill a batch with ``create_batch()`` /
+    ``append()`` until it is full (``append`` returns ``None``), ``send_batch()`` it to
+    the next partition (round-robin), and await the batches' futures at the end.
+    Returns the seconds from the first append to the last acknowledgement."""
+    partitions = sorted(await producer.partitions_for(topic))
+    start = time.perf_counter()
+    futures = []
+    turn = 0
+    batch = producer.create_batch()
+    append = batch.append
+    for key, value, headers in records:
+        if append(timestamp=None, key=key, value=value, headers=headers) is None:
+            partition = partitions[turn % len(partitions)]
+            turn += 1
+            futures.append(await producer.send_batch(batch, topic, partition=partition))
+            batch = producer.create_batch()
+            append = batch.append
+            if append(timestamp=None, key=key, value=value, headers=headers) is None:
+                raise RuntimeError("a record larger than an empty batch")
+    if batch.record_count():
+        futures.append(
+            await producer.send_batch(batch, topic, partition=partitions[turn % len(partitions)])
+        )
+    await asyncio.gather(*futures)
+    return time.perf_counter() - start
 
 
 def _asyncio_batching(spec: dict[str, Any]) -> dict[str, Any]:
@@ -345,6 +385,7 @@ def run_child(spec: dict[str, Any]) -> dict[str, Any]:
 def available(client: str) -> bool:
     module = {
         "rackafka": "rackafka",
+        "rackafka-batch": "rackafka",
         "aiokafka-c": "aiokafka",
         "confluent": "confluent_kafka",
         "confluent-tuned": "confluent_kafka",
@@ -413,8 +454,8 @@ def main(argv: list[str] | None = None) -> int:
     def measure(cluster: Any, row: dict[str, Any], spec: dict[str, Any]) -> None:
         """Run every client ``repeat`` times on ``spec``; medians into ``row``; save."""
         nonlocal results
-        throughput = spec.get("suite", "throughput") == "throughput"
-        row_clients = [c for c in clients if throughput or c not in THROUGHPUT_ONLY]
+        skipped = SKIPPED.get(spec.get("suite", "throughput"), ())
+        row_clients = [c for c in clients if c not in skipped]
         for client in row_clients:
             runs = []
             for _ in range(repeat):
@@ -518,13 +559,17 @@ def add_ratios(row: dict[str, Any]) -> None:
 
 
 def summary_table(rows: list[dict[str, Any]], clients: list[str]) -> str:
-    """The throughput rows as a table: records/s per client, then rackafka's ratios to
-    aiokafka-C (``vs akC``) and to confluent-tuned (``vs cfT``)."""
+    """The throughput rows as a table: records/s per client, then the ratios to aiokafka-C
+    and to confluent-tuned of rackafka's ``send()`` (``vs akC``, ``vs cfT``) and of its
+    batch API (``batch akC``, ``batch cfT``) when they ran."""
     names = [c for c in clients if c in CLIENTS]
+    ours = [c for c in OURS if c in names]
     head = f"{'engine':<6} {'dataset':>7} {'acks':>4} {'comp':<4} " + " ".join(
         f"{c:>15}" for c in names
     )
-    head += f" {'vs akC':>7} {'vs cfT':>7}"
+    for client in ours:
+        prefix = "vs" if client == "rackafka" else "batch"
+        head += f" {prefix + ' akC':>9} {prefix + ' cfT':>9}"
     lines = ["# rackafka against the others (records/s; ratios are rackafka's)", head]
     lines.append("-" * len(head))
     for row in rows:
@@ -534,13 +579,15 @@ def summary_table(rows: list[dict[str, Any]], clients: list[str]) -> str:
         for c in names:
             rate = row.get(c, {}).get("records_per_s")
             cells.append(f"{'-' if rate is None else format(rate, ',.0f'):>15}")
-        ours = row.get("rackafka", {})
-        ratios = [ours.get("vs_aiokafka_c"), ours.get("vs_confluent_tuned")]
+        ratios = []
+        for client in ours:
+            result = row.get(client, {})
+            ratios += [result.get("vs_aiokafka_c"), result.get("vs_confluent_tuned")]
         lines.append(
             f"{row.get('engine', 'mock'):<6} {row['dataset']:>7} {row['acks']:>4} "
             f"{row['compression']:<4} "
             + " ".join(cells)
-            + "".join(f" {'-' if x is None else format(x, '.2f'):>7}" for x in ratios)
+            + "".join(f" {'-' if x is None else format(x, '.2f'):>9}" for x in ratios)
         )
     return "\n".join(lines)
 

@@ -21,8 +21,9 @@ from ..records.refcodec import record_bytes
 TP = TopicPartition("t", 3)
 TS = 1_700_000_000_000
 
-# Lengths around the one- and two-byte varint limits and the producer's lookup table.
-sizes = st.sampled_from([0, 1, 63, 64, 100, 8191, 8192, 8193, 20_000])
+# Lengths around the one- and two-byte varint limits, the producer's lookup table and the
+# values it appends by themselves (1024 bytes and more).
+sizes = st.sampled_from([0, 1, 63, 64, 100, 1023, 1024, 8191, 8192, 8193, 20_000])
 data = st.one_of(st.none(), sizes.map(lambda n: bytes(n % 251 for n in range(n))))
 headers = st.lists(st.tuples(st.sampled_from(["h", "trace", "é"]), data), max_size=2)
 timestamps = st.one_of(
@@ -50,7 +51,8 @@ def test_records_are_encoded_as_the_reference_codec_does(
         assert batch.try_append(TS + dts, key, value, encode_headers(hdrs) if hdrs else NO_HEADERS)
         first = TS if first_offset_delta else TS + records[0][0]
         expected += record_bytes(batch.count - 1, TS + dts - first, key, value, hdrs)
-    assert bytes(batch.buffer) == expected
+    # the records follow the room left for the batch header
+    assert bytes(batch.buffer[HEADER_SIZE:]) == expected
     assert batch.size == HEADER_SIZE + len(expected)
     assert batch.timestamps[first_offset_delta:] == [TS + r[0] for r in records]
     assert batch.max_ts == max(batch.timestamps)

@@ -108,6 +108,7 @@ def test_ratios_and_summary_table(produce: ModuleType) -> None:
     row: dict[str, Any] = {
         **_row("100B", "1", "none", 300_000.0),
         "engine": "mock",
+        "rackafka-batch": {"records_per_s": 450_000.0},
         "aiokafka-c": {"records_per_s": 150_000.0},
         "confluent-tuned": {"records_per_s": 600_000.0},
         "confluent": {"error": ["boom"]},
@@ -115,6 +116,8 @@ def test_ratios_and_summary_table(produce: ModuleType) -> None:
     produce.add_ratios(row)
     assert row["rackafka"]["vs_aiokafka_c"] == pytest.approx(2.0)
     assert row["rackafka"]["vs_confluent_tuned"] == pytest.approx(0.5)
+    assert row["rackafka-batch"]["vs_aiokafka_c"] == pytest.approx(3.0)
+    assert row["rackafka-batch"]["vs_confluent_tuned"] == pytest.approx(0.75)
     assert row["aiokafka-c"]["vs_aiokafka_c"] is None  # not against itself
     assert "vs_aiokafka_c" not in row["confluent"]
     lone = {**_row("10KB", "all", "lz4", 1.0), "engine": "mock"}
@@ -122,8 +125,66 @@ def test_ratios_and_summary_table(produce: ModuleType) -> None:
     assert lone["rackafka"]["vs_confluent_tuned"] is None
     text = produce.summary_table([row, lone], list(produce.CLIENTS))
     lines = text.splitlines()
-    assert lines[1].split()[-4:] == ["vs", "akC", "vs", "cfT"]
+    assert lines[1].split()[-8:] == ["vs", "akC", "vs", "cfT", "batch", "akC", "batch", "cfT"]
     first = lines[3].split()
     assert first[:4] == ["mock", "100B", "1", "none"]
-    assert first[4:] == ["300,000", "150,000", "-", "600,000", "2.00", "0.50"]
-    assert lines[4].split()[-2:] == ["-", "-"]
+    assert first[4:] == [
+        "300,000",
+        "450,000",
+        "150,000",
+        "-",
+        "600,000",
+        "2.00",
+        "0.50",
+        "3.00",
+        "0.75",
+    ]
+    assert lines[4].split()[-4:] == ["-", "-", "-", "-"]
+    # without the batch client, only send()'s ratios
+    plain = produce.summary_table([row], ["rackafka", "aiokafka-c", "confluent-tuned"])
+    assert plain.splitlines()[1].split()[-4:] == ["vs", "akC", "vs", "cfT"]
+    assert plain.splitlines()[3].split()[-2:] == ["2.00", "0.50"]
+
+
+def test_batch_client_uses_the_batch_api(produce: ModuleType) -> None:
+    """rackafka-batch fills batches until append() returns None, sends each to the next
+    partition round-robin and awaits every batch's future: every record is sent once."""
+    import asyncio
+
+    class Batch:
+        def __init__(self) -> None:
+            self.records: list[Any] = []
+
+        def append(self, *, timestamp: Any, key: Any, value: Any, headers: Any) -> Any:
+            if len(self.records) == 3:
+                return None
+            self.records.append((key, value, headers))
+            return object()
+
+        def record_count(self) -> int:
+            return len(self.records)
+
+    class Producer:
+        def __init__(self) -> None:
+            self.sent: list[tuple[int, list[Any]]] = []
+
+        async def partitions_for(self, topic: str) -> set[int]:
+            return {0, 1}
+
+        def create_batch(self) -> Batch:
+            return Batch()
+
+        async def send_batch(self, batch: Batch, topic: str, *, partition: int) -> Any:
+            self.sent.append((partition, batch.records))
+            fut = asyncio.get_running_loop().create_future()
+            fut.set_result(None)
+            return fut
+
+    records = [(None, bytes([i]), []) for i in range(8)]
+    producer = Producer()
+    seconds = asyncio.run(produce._send_batches(producer, "t", records))
+    assert seconds >= 0
+    assert [p for p, _ in producer.sent] == [0, 1, 0]
+    assert [r for _, batch in producer.sent for r in batch] == records
+    assert "rackafka-batch" in produce.CLIENTS
+    assert "rackafka-batch" in produce.SKIPPED["latency"]

@@ -109,7 +109,7 @@ class Connection(asyncio.BufferedProtocol):
         self._write_paused = False
         self._drainers: list[asyncio.Future[None]] = []
         #: Frames written while a re-authentication holds other requests back.
-        self._held: list[bytes] | None = None
+        self._held: list[bytes | bytearray] | None = None
         self._reauth: asyncio.TimerHandle | None = None
         self._reauth_task: asyncio.Task[None] | None = None
         #: Successful SASL authentications of this connection (1 + re-authentications).
@@ -286,7 +286,7 @@ class Connection(asyncio.BufferedProtocol):
         mechanism = self.security.mechanism(self.host)
         assert mechanism is not None
         again = self.authentications > 0
-        held: list[bytes] = []
+        held: list[bytes | bytearray] = []
         self._held = held
         try:
             lifetime_ms = await self._sasl_exchange(mechanism)

@@ -20,7 +20,7 @@ from rackafka.records.builder import (  # _VARINTS: the list varint_table() fill
     _VARINTS,
     VARINT_TABLE_SIZE,
     encode_record_raw,
-    finish_batch,
+    finish_batch_in_place,
     varint_table,
 )
 from rackafka.records.default_records import HEADER_SIZE
@@ -31,6 +31,9 @@ __all__ = ["Accumulator", "ProducerBatch"]
 #: Batches waiting per partition before ``send()`` waits for the sender.
 MAX_QUEUED_BATCHES = 4
 _TABLE_SIZE = VARINT_TABLE_SIZE
+#: Values at least this long are appended to the batch by themselves (one copy), not
+#: joined with the record's other fields first (two copies).
+_LARGE_VALUE = 1024
 _new_tuple = tuple.__new__
 
 
@@ -51,7 +54,8 @@ class ProducerBatch:
     ``futures`` holds one future per record and ``timestamps`` the records' timestamps;
     a batch from :meth:`AIOKafkaProducer.send_batch` has one future for the whole batch
     (``batch_future``) instead.  ``size`` is the encoded size in bytes (uncompressed),
-    header included.
+    header included: ``buffer`` starts with :data:`HEADER_SIZE` bytes left for the
+    header, written there when the batch is built (no copy of the records).
     """
 
     __slots__ = (
@@ -82,7 +86,7 @@ class ProducerBatch:
         if not _VARINTS:
             varint_table()
         self.tp = tp
-        self.buffer = bytearray()
+        self.buffer = bytearray(HEADER_SIZE)
         self.count = 0
         self.size = HEADER_SIZE
         self.first_ts = -1
@@ -94,7 +98,7 @@ class ProducerBatch:
         self.deadline = deadline
         self.closed = False
         self.limit = limit
-        self.built: bytes | None = None
+        self.built: bytes | bytearray | None = None
         self.base_sequence = -1
         self.attempts = 0
         self.retry_at = 0.0
@@ -147,7 +151,9 @@ class ProducerBatch:
                 vvlen = b"\x01"
             else:
                 n = len(value)
-                vvlen = varints[n] if n < _TABLE_SIZE else encode_varint(n)
+                if n >= _LARGE_VALUE:
+                    return self._append_large(timestamp, delta, key, value, headers)
+                vvlen = varints[n]
             record = b"".join(
                 (
                     b"\x00",  # attributes
@@ -178,6 +184,44 @@ class ProducerBatch:
             self.max_ts = timestamp
         return True
 
+    def _append_large(
+        self, timestamp: int, delta: int, key: bytes | None, value: bytes, headers: bytes
+    ) -> bool:
+        """:meth:`try_append` of a record whose value is :data:`_LARGE_VALUE` bytes or
+        more (and whose deltas are in the lookup table): the value is copied once, into
+        the buffer."""
+        count = self.count
+        vvlen = encode_varint(len(value))
+        head = b"".join(
+            (
+                b"\x00",  # attributes
+                _VARINTS[delta],
+                _VARINTS[count],
+                b"\x01" if key is None else encode_varint(len(key)),
+                key or b"",
+                vvlen,
+            )
+        )
+        body = len(head) + len(value) + len(headers)
+        vbody = encode_varint(body)
+        size = self.size + len(vbody) + body
+        if count and size > self.limit:
+            self.closed = True
+            return False
+        buffer = self.buffer
+        buffer += vbody
+        buffer += head
+        buffer += value
+        buffer += headers
+        self.size = size
+        self.count = count + 1
+        self.timestamps.append(timestamp)
+        if not count:
+            self.first_ts = self.max_ts = timestamp
+        elif timestamp > self.max_ts:
+            self.max_ts = timestamp
+        return True
+
     def build(
         self,
         *,
@@ -185,12 +229,13 @@ class ProducerBatch:
         producer_id: int,
         producer_epoch: int,
         transactional: bool,
-    ) -> bytes:
-        """The encoded batch; built once, so that retries resend the same bytes."""
+    ) -> bytes | bytearray:
+        """The encoded batch; built once, so that retries resend the same bytes (never
+        changed once built: without compression, the batch's own buffer)."""
         if self.built is None:
             self.closed = True
             self.producer_epoch = producer_epoch
-            self.built = finish_batch(
+            self.built = finish_batch_in_place(
                 self.buffer,
                 count=self.count,
                 last_offset_delta=self.count - 1,

@@ -51,6 +51,7 @@ _RECORD_OVERHEAD = 21
 #: The size counted for a record without key, value and headers (in a batch of its own).
 _RECORD_BASE_SIZE = HEADER_SIZE + _RECORD_OVERHEAD
 _time_ns = time.time_ns
+_new_tuple = tuple.__new__
 #: Keys whose partition a topic remembers (then forgets them all and starts again).
 _KEY_CACHE_SIZE = 10_000
 #: Clean-ups of producers collected without ``stop()`` (kept until they end).
@@ -181,14 +182,20 @@ class BatchBuilder:
         if self._value_serializer is not None:
             value = self._value_serializer(value)
         if timestamp is None:
-            timestamp = int(time.time() * 1000)
+            timestamp = _time_ns() // 1_000_000
         batch = self._batch
-        before = len(batch.buffer)
-        hdrs = encode_headers(list(headers)) if headers else NO_HEADERS
+        before = batch.size
+        if headers:
+            hdrs = encode_headers(headers if type(headers) is list else list(headers))
+        else:
+            hdrs = NO_HEADERS
         if not batch.try_append(timestamp, key, value, hdrs):
             self._closed = True
             return None
-        return BatchAppendMetadata(batch.count - 1, timestamp, None, len(batch.buffer) - before)
+        # The named tuple made in C (its __new__ is a Python function).
+        return _new_tuple(
+            BatchAppendMetadata, (batch.count - 1, timestamp, None, batch.size - before)
+        )
 
     def close(self) -> None:
         """Take no more records (the batch is sent as it is)."""

@@ -348,7 +348,7 @@ class Sender:
 
     # -- one request -------------------------------------------------------------
 
-    def _build(self, batch: ProducerBatch) -> bytes:
+    def _build(self, batch: ProducerBatch) -> bytes | bytearray:
         pid = self.pid
         if pid is None:
             return batch.build(

@@ -39,17 +39,17 @@ class RequestHeader:
 
 def encode_request(
     api: Api, version: int, correlation_id: int, client_id: str | None, request: Any
-) -> bytes:
-    """Encode a whole request frame: size prefix, header and body."""
-    body = api.encode_request(version, request)
+) -> bytearray:
+    """Encode a whole request frame: size prefix, header and body, written once into one
+    buffer (a Produce request's record batches are copied once)."""
     out = bytearray(_SIZE.size)
     out += _HEADER.pack(api.key, version, correlation_id)
     _write_client_id(out, client_id)
     if api.request_header_version(version) >= 2:
         out.append(0)  # no tagged fields in the header
-    out += body
+    api.write_request(out, version, request)
     _SIZE.pack_into(out, 0, len(out) - _SIZE.size)
-    return bytes(out)
+    return out
 
 
 def _skip_tagged(buf: bytes, pos: int) -> int:

@@ -471,6 +471,10 @@ class Api:
         self._codec(self.request, version)[1](out, value)
         return bytes(out)
 
+    def write_request(self, out: bytearray, version: int, value: Any) -> None:
+        """Append the encoded request ``value`` to ``out`` (a frame being built)."""
+        self._codec(self.request, version)[1](out, value)
+
     def encode_response(self, version: int, value: Any) -> bytes:
         out = bytearray()
         self._codec(self.response, version)[1](out, value)

@@ -50,6 +50,10 @@ def encode_varint(value: int) -> bytes:
     u = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
     if u < 0x80:
         return bytes((u,))
+    if u < 0x200000:  # two or three bytes: the lengths of values up to 1 MiB, unrolled
+        if u < 0x4000:
+            return bytes(((u & 0x7F) | 0x80, u >> 7))
+        return bytes(((u & 0x7F) | 0x80, ((u >> 7) & 0x7F) | 0x80, u >> 14))
     out = bytearray()
     while u >= 0x80:
         out.append((u & 0x7F) | 0x80)

@@ -25,10 +25,12 @@ __all__ = [
     "encode_record",
     "encode_record_raw",
     "finish_batch",
+    "finish_batch_in_place",
     "varint_table",
 ]
 
 Header = tuple[str, "bytes | None"]
+_CRC = struct.Struct(">I")
 
 #: Values below this have their varint looked up in :func:`varint_table` (every one- and
 #: two-byte zig-zag varint of a non-negative value).
@@ -148,7 +150,7 @@ def encode_record_raw(
 
 
 def finish_batch(
-    records: bytes | bytearray,
+    records: bytes | bytearray | memoryview,
     *,
     count: int,
     last_offset_delta: int,
@@ -171,9 +173,90 @@ def finish_batch(
     (replaced by ``delete_horizon_ms`` when given).  The records are compressed with
     ``compression`` (a ``CODEC_*`` number) and the CRC-32C is computed.
     """
-    payload = records
+    data = bytearray(HEADER_SIZE)
+    data += records if compression == CODEC_NONE else compress(compression, bytes(records))
+    _seal(
+        data,
+        count=count,
+        last_offset_delta=last_offset_delta,
+        first_timestamp=first_timestamp,
+        max_timestamp=max_timestamp,
+        compression=compression,
+        timestamp_type=timestamp_type,
+        transactional=transactional,
+        control=control,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        base_offset=base_offset,
+        partition_leader_epoch=partition_leader_epoch,
+        delete_horizon_ms=delete_horizon_ms,
+    )
+    return bytes(data)
+
+
+def finish_batch_in_place(
+    buffer: bytearray,
+    *,
+    count: int,
+    last_offset_delta: int,
+    first_timestamp: int,
+    max_timestamp: int,
+    compression: int = CODEC_NONE,
+    transactional: bool = False,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+) -> bytearray:
+    """:func:`finish_batch` of records written in ``buffer`` after :data:`HEADER_SIZE`
+    bytes left for the header (the producer's batches): without compression the header
+    is written there and ``buffer`` itself is the batch (no copy); with compression, a
+    new ``bytearray``.  May be called again on the same ``buffer`` (new producer fields):
+    the records are never changed.  CreateTime, base offset 0, not a control batch.
+    """
     if compression != CODEC_NONE:
-        payload = compress(compression, bytes(records))
+        data = bytearray(HEADER_SIZE)
+        data += compress(compression, bytes(memoryview(buffer)[HEADER_SIZE:]))
+        buffer = data
+    return _seal(
+        buffer,
+        count=count,
+        last_offset_delta=last_offset_delta,
+        first_timestamp=first_timestamp,
+        max_timestamp=max_timestamp,
+        compression=compression,
+        timestamp_type=0,
+        transactional=transactional,
+        control=False,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        base_offset=0,
+        partition_leader_epoch=-1,
+        delete_horizon_ms=None,
+    )
+
+
+def _seal(
+    data: bytearray,
+    *,
+    count: int,
+    last_offset_delta: int,
+    first_timestamp: int,
+    max_timestamp: int,
+    compression: int,
+    timestamp_type: int,
+    transactional: bool,
+    control: bool,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    base_offset: int,
+    partition_leader_epoch: int,
+    delete_horizon_ms: int | None,
+) -> bytearray:
+    """Write the batch header into the first :data:`HEADER_SIZE` bytes of ``data``
+    (followed by the records, compressed or not), then its CRC-32C."""
     base_ts = first_timestamp if delete_horizon_ms is None else delete_horizon_ms
     attributes = (
         (compression & 0x07)
@@ -182,9 +265,11 @@ def finish_batch(
         | (0x20 if control else 0)
         | (0x40 if delete_horizon_ms is not None else 0)
     )
-    header = HEADER.pack(
+    HEADER.pack_into(
+        data,
+        0,
         base_offset,
-        HEADER_SIZE - 12 + len(payload),
+        len(data) - 12,
         partition_leader_epoch,
         2,
         0,
@@ -197,11 +282,8 @@ def finish_batch(
         base_sequence,
         count,
     )
-    data = bytearray(header)
-    data += payload
-    crc = crc32c(memoryview(data)[CRC_START:])
-    struct.pack_into(">I", data, CRC_START - 4, crc)
-    return bytes(data)
+    _CRC.pack_into(data, CRC_START - 4, crc32c(memoryview(data)[CRC_START:]))
+    return data
 
 
 class BatchBuilder:
