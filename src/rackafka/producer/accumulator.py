@@ -140,20 +140,24 @@ class ProducerBatch:
             self.buffer += record
         else:
             # Nearly every record: deltas in the lookup table, the record (without its
-            # length) made in one join, whose length is the record's.
+            # length) made in one join, whose length is the record's.  A large value is
+            # left out of the join and appended after it: copied once, not twice.
             varints = _VARINTS
             if key is None:
                 vklen = b"\x01"  # the varint of -1
             else:
                 n = len(key)
                 vklen = varints[n] if n < _TABLE_SIZE else encode_varint(n)
+            large = None
             if value is None:
                 vvlen = b"\x01"
             else:
                 n = len(value)
-                if n >= _LARGE_VALUE:
-                    return self._append_large(timestamp, delta, key, value, headers)
-                vvlen = varints[n]
+                if n < _LARGE_VALUE:
+                    vvlen = varints[n]
+                else:
+                    vvlen = encode_varint(n)
+                    large, value, tail, headers = value, None, headers, b""
             record = b"".join(
                 (
                     b"\x00",  # attributes
@@ -167,6 +171,8 @@ class ProducerBatch:
                 )
             )
             body = len(record)
+            if large is not None:
+                body += n + len(tail)
             vbody = varints[body] if body < _TABLE_SIZE else encode_varint(body)
             size = self.size + len(vbody) + body
             if count and size > self.limit:
@@ -175,44 +181,9 @@ class ProducerBatch:
             buffer = self.buffer
             buffer += vbody
             buffer += record
-        self.size = size
-        self.count = count + 1
-        self.timestamps.append(timestamp)
-        if not count:
-            self.first_ts = self.max_ts = timestamp
-        elif timestamp > self.max_ts:
-            self.max_ts = timestamp
-        return True
-
-    def _append_large(
-        self, timestamp: int, delta: int, key: bytes | None, value: bytes, headers: bytes
-    ) -> bool:
-        """:meth:`try_append` of a record whose value is :data:`_LARGE_VALUE` bytes or
-        more (and whose deltas are in the lookup table): the value is copied once, into
-        the buffer."""
-        count = self.count
-        vvlen = encode_varint(len(value))
-        head = b"".join(
-            (
-                b"\x00",  # attributes
-                _VARINTS[delta],
-                _VARINTS[count],
-                b"\x01" if key is None else encode_varint(len(key)),
-                key or b"",
-                vvlen,
-            )
-        )
-        body = len(head) + len(value) + len(headers)
-        vbody = encode_varint(body)
-        size = self.size + len(vbody) + body
-        if count and size > self.limit:
-            self.closed = True
-            return False
-        buffer = self.buffer
-        buffer += vbody
-        buffer += head
-        buffer += value
-        buffer += headers
+            if large is not None:
+                buffer += large
+                buffer += tail
         self.size = size
         self.count = count + 1
         self.timestamps.append(timestamp)

@@ -175,23 +175,16 @@ def finish_batch(
     """
     data = bytearray(HEADER_SIZE)
     data += records if compression == CODEC_NONE else compress(compression, bytes(records))
-    _seal(
-        data,
-        count=count,
-        last_offset_delta=last_offset_delta,
-        first_timestamp=first_timestamp,
-        max_timestamp=max_timestamp,
-        compression=compression,
-        timestamp_type=timestamp_type,
-        transactional=transactional,
-        control=control,
-        producer_id=producer_id,
-        producer_epoch=producer_epoch,
-        base_sequence=base_sequence,
-        base_offset=base_offset,
-        partition_leader_epoch=partition_leader_epoch,
-        delete_horizon_ms=delete_horizon_ms,
+    attributes = (
+        (compression & 0x07)
+        | (0x08 if timestamp_type == 1 else 0)
+        | (0x10 if transactional else 0)
+        | (0x20 if control else 0)
+        | (0x40 if delete_horizon_ms is not None else 0)
     )
+    base_ts = first_timestamp if delete_horizon_ms is None else delete_horizon_ms
+    header = (base_offset, partition_leader_epoch, attributes, last_offset_delta, base_ts)
+    _seal(data, *header, max_timestamp, producer_id, producer_epoch, base_sequence, count)
     return bytes(data)
 
 
@@ -218,53 +211,27 @@ def finish_batch_in_place(
         data = bytearray(HEADER_SIZE)
         data += compress(compression, bytes(memoryview(buffer)[HEADER_SIZE:]))
         buffer = data
-    return _seal(
-        buffer,
-        count=count,
-        last_offset_delta=last_offset_delta,
-        first_timestamp=first_timestamp,
-        max_timestamp=max_timestamp,
-        compression=compression,
-        timestamp_type=0,
-        transactional=transactional,
-        control=False,
-        producer_id=producer_id,
-        producer_epoch=producer_epoch,
-        base_sequence=base_sequence,
-        base_offset=0,
-        partition_leader_epoch=-1,
-        delete_horizon_ms=None,
-    )
+    attributes = (compression & 0x07) | (0x10 if transactional else 0)
+    header = (0, -1, attributes, last_offset_delta, first_timestamp)
+    _seal(buffer, *header, max_timestamp, producer_id, producer_epoch, base_sequence, count)
+    return buffer
 
 
 def _seal(
     data: bytearray,
-    *,
-    count: int,
+    base_offset: int,
+    partition_leader_epoch: int,
+    attributes: int,
     last_offset_delta: int,
-    first_timestamp: int,
+    base_timestamp: int,
     max_timestamp: int,
-    compression: int,
-    timestamp_type: int,
-    transactional: bool,
-    control: bool,
     producer_id: int,
     producer_epoch: int,
     base_sequence: int,
-    base_offset: int,
-    partition_leader_epoch: int,
-    delete_horizon_ms: int | None,
-) -> bytearray:
-    """Write the batch header into the first :data:`HEADER_SIZE` bytes of ``data``
-    (followed by the records, compressed or not), then its CRC-32C."""
-    base_ts = first_timestamp if delete_horizon_ms is None else delete_horizon_ms
-    attributes = (
-        (compression & 0x07)
-        | (0x08 if timestamp_type == 1 else 0)
-        | (0x10 if transactional else 0)
-        | (0x20 if control else 0)
-        | (0x40 if delete_horizon_ms is not None else 0)
-    )
+    count: int,
+) -> None:
+    """Write the batch header into the first :data:`HEADER_SIZE` bytes of ``data`` (the
+    records, compressed or not, follow), then its CRC-32C."""
     HEADER.pack_into(
         data,
         0,
@@ -272,10 +239,10 @@ def _seal(
         len(data) - 12,
         partition_leader_epoch,
         2,
-        0,
+        0,  # the CRC, below
         attributes,
         last_offset_delta,
-        base_ts,
+        base_timestamp,
         max_timestamp,
         producer_id,
         producer_epoch,
@@ -283,7 +250,6 @@ def _seal(
         count,
     )
     _CRC.pack_into(data, CRC_START - 4, crc32c(memoryview(data)[CRC_START:]))
-    return data
 
 
 class BatchBuilder:
