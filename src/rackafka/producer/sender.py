@@ -398,12 +398,13 @@ class Sender:
                 if batch.attempts:
                     self.stats.retries += 1
                 batch.attempts += 1
-            request = PRODUCE.Request(
-                transactional_id=self.pid.transactional_id if self.pid is not None else None,
-                acks=self.acks,
-                timeout_ms=self.request_timeout_ms,
-                topic_data=[{"name": t, "partition_data": p} for t, p in topics.items()],
-            )
+            # A mapping, as the schema writes one: no struct objects made per request.
+            request = {
+                "transactional_id": self.pid.transactional_id if self.pid is not None else None,
+                "acks": self.acks,
+                "timeout_ms": self.request_timeout_ms,
+                "topic_data": [{"name": t, "partition_data": p} for t, p in topics.items()],
+            }
             try:
                 conn = await self.client.connect(node)
                 fut = conn.send(PRODUCE, request, expect_response=self.acks != 0)
