@@ -706,3 +706,81 @@ def test_generator_never_started_opens_nothing(
     )
     gen.close()
     assert created == []
+
+
+# -- the cyclic garbage collector ------------------------------------------------------------
+
+
+def test_the_collector_is_paused_while_a_task_reads_and_restored_after(
+    cluster: EmbeddedCluster,
+) -> None:
+    produce_numbered(cluster, "gc-pause", 300, batch_size=500)
+    rng = OffsetRange("gc-pause", 0, 0, 300)
+    assert gc.isenabled()
+    states = []
+    for batch in read_range(options(cluster), rng, arrow_schema(False)):
+        states.append((batch.num_rows, gc.isenabled()))
+    assert states and all(not enabled for _n, enabled in states)
+    assert sum(n for n, _e in states) == 300
+    assert gc.isenabled()
+    # Closed early, as Spark does when it needs no more rows.
+    gen = cast("Generator[Any, None, None]", read_range(options(cluster), rng, arrow_schema(False)))
+    next(gen)
+    assert not gc.isenabled()
+    gen.close()
+    assert gc.isenabled()
+    # A task that fails (records 300 to 399 never come).
+    opts = options(cluster, **{"kafkaConsumer.pollTimeoutMs": "300"})
+    with pytest.raises(DataLossError):
+        list(read_range(opts, OffsetRange("gc-pause", 0, 0, 400), arrow_schema(False)))
+    assert gc.isenabled()
+
+
+def test_a_collector_the_process_disabled_stays_disabled(cluster: EmbeddedCluster) -> None:
+    produce_numbered(cluster, "gc-off", 50)
+    gc.disable()
+    try:
+        got = read(options(cluster), OffsetRange("gc-off", 0, 0, 50))
+        assert sum(b.num_rows for b in got) == 50
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_the_paused_collector_still_frees_cycles() -> None:
+    """Memory stays bounded: cycles die at the quiet points, in the young generations and,
+    for those that lived long enough to be old, at the full collections."""
+    import weakref
+
+    from rackafka.spark import reader
+
+    class Node:
+        def __init__(self) -> None:
+            self.me = self
+
+    freed: list[str] = []
+    was = gc.isenabled()
+    gc.enable()
+    collector = reader._Collector()
+    try:
+        assert not gc.isenabled()
+        young, old = Node(), Node()
+        weakref.finalize(young, freed.append, "young")
+        weakref.finalize(old, freed.append, "old")
+        del young
+        for _ in range(reader._GC_YOUNG_EVERY):
+            assert freed == []
+            collector.tick()
+        assert freed == ["young"]
+        del old  # a cycle that was alive at the young collections: now in the oldest
+        ticks = reader._GC_YOUNG_EVERY
+        while ticks < reader._GC_FULL_EVERY:
+            assert freed == ["young"]
+            collector.tick()
+            ticks += 1
+        assert freed == ["young", "old"]
+    finally:
+        collector.restore()
+        assert gc.isenabled()
+        if not was:
+            gc.disable()
