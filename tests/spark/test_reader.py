@@ -306,6 +306,27 @@ def test_parts_to_arrow_equals_the_batches_of_each_part() -> None:
         assert same.column("partition").to_pylist() == [0] * 7 + [1]
 
 
+def test_headers_column_of_records_with_and_without_headers() -> None:
+    from rackafka.spark.reader import parts_to_arrow
+
+    schema = arrow_schema(True)
+
+    def rec(o: int, hs: tuple[tuple[str, bytes | None], ...]) -> tuple[Any, ...]:
+        return (o, 5, 0, None, b"v", None, -1, 1, hs)
+
+    cases = [
+        [(), ()],  # no record has headers: every row null
+        [(("a", b"1"),), (("b", None), ("c", b""))],  # every record has some; a null value
+        [(), (("é", b"\xff"),), (), (("x", b"1"), ("x", b"2")), ()],
+    ]
+    for headers in cases:
+        batch = parts_to_arrow([("t", 0, [rec(i, hs) for i, hs in enumerate(headers)])], schema)
+        assert batch.schema.equals(schema)
+        assert batch.column("headers").to_pylist() == [
+            [{"key": k, "value": v} for k, v in hs] if hs else None for hs in headers
+        ]
+
+
 def test_read_ranges_of_several_partitions(cluster: EmbeddedCluster, tmp_path: Path) -> None:
     produce_spread(cluster, "multi", 3, 150)  # 50 per partition, seq = offset * 3 + p
     cluster.delete_records("multi", 2, 20)

@@ -159,16 +159,34 @@ def parts_to_arrow(
         _same_or_array(list(map(_get_type, records)), pa.int32()),
     ]
     if len(schema) > len(columns):
-        columns.append(
-            pa.array(
-                [
-                    [{"key": k, "value": v} for k, v in hs] if hs else None
-                    for hs in map(_get_headers, records)
-                ],
-                schema.field("headers").type,
-            )
-        )
+        columns.append(_headers(records, schema.field("headers").type))
     return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _headers(records: Sequence[tuple[Any, ...]], kind: pa.ListType) -> pa.Array:
+    """The headers column: a list of ``(key, value)`` structs per record, null for a
+    record without headers (as Spark's Kafka source), built from flat arrays of every
+    key and value and of the number of headers of each record."""
+    import pyarrow as pa
+
+    per_record = list(map(_get_headers, records))
+    flat = list(chain.from_iterable(per_record))
+    if not flat:
+        return pa.nulls(len(records), kind)
+    keys, values = zip(*flat)
+    key_field, value_field = kind.value_type
+    pairs = pa.StructArray.from_arrays(
+        [pa.array(keys, key_field.type), pa.array(values, value_field.type)],
+        fields=[key_field, value_field],
+    )
+    counts = pa.array(list(map(len, per_record)), pa.int32())
+    ends = _call("cumulative_sum", [counts])
+    return pa.ListArray.from_arrays(
+        pa.concat_arrays([pa.array([0], pa.int32()), ends]),
+        pairs,
+        type=kind,
+        mask=_call("equal", [counts, pa.scalar(0, pa.int32())]),
+    )
 
 
 def _call(name: str, args: list[Any]) -> pa.Array:
