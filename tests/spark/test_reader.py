@@ -805,3 +805,25 @@ def test_the_paused_collector_still_frees_cycles() -> None:
         assert gc.isenabled()
         if not was:
             gc.disable()
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [b"small", b"", None, b"x" * 100],  # built value by value
+        [b"%d|" % i + b"y" * 2000 for i in range(40)],  # joined: large values
+        [b"z" * 3000, None, b"", b"w" * 700, None],  # large with nulls: value by value
+        [b"" for _ in range(5)] + [b"q" * 10_000],  # joined: empty values and one large
+        [b"q" * 10_000] + [b"" for _ in range(40)],  # the sample's average is small
+    ],
+)
+def test_binary_columns_of_any_value_sizes(values: list[bytes | None]) -> None:
+    from rackafka.spark import reader
+
+    got = reader._binary(values)
+    assert got.type == pa.binary() and got.to_pylist() == values
+    got.validate(full=True)
+    records = [(i, 5, 0, v, v, None, -1, -1, ()) for i, v in enumerate(values)]
+    batch = reader.parts_to_arrow([("t", 0, records)], arrow_schema(False))
+    assert batch.column("value").to_pylist() == values
+    assert batch.column("key").to_pylist() == values

@@ -53,6 +53,10 @@ log = logging.getLogger("rackafka.spark")
 
 # Records per Arrow batch handed to Spark (at most; one decoded fetch may give fewer).
 _MAX_BATCH_RECORDS = 20_000
+# Average value size from which a binary column is joined rather than built value by
+# value (see _binary), and the most bytes one binary array holds (int32 offsets).
+_JOIN_FROM_BYTES = 512
+_MAX_BINARY_BYTES = (1 << 31) - 1
 # getmany rounds between collections of the young generations, and of all (_Collector).
 _GC_YOUNG_EVERY = 8
 _GC_FULL_EVERY = 512
@@ -144,8 +148,8 @@ def parts_to_arrow(
         offsets = _concat([_offsets(rs) for _t, _p, rs in parts])
     keys = list(map(_get_key, records))
     columns = [
-        pa.nulls(n, pa.binary()) if keys.count(None) == n else pa.array(keys, pa.binary()),
-        pa.array(list(map(_get_value, records)), pa.binary()),
+        pa.nulls(n, pa.binary()) if keys.count(None) == n else _binary(keys),
+        _binary(list(map(_get_value, records))),
         topics,
         partitions,
         offsets,
@@ -180,12 +184,42 @@ def _headers(records: Sequence[tuple[Any, ...]], kind: pa.ListType) -> pa.Array:
         fields=[key_field, value_field],
     )
     counts = pa.array(list(map(len, per_record)), pa.int32())
-    ends = _call("cumulative_sum", [counts])
     return pa.ListArray.from_arrays(
-        pa.concat_arrays([pa.array([0], pa.int32()), ends]),
+        _starts(counts),
         pairs,
         type=kind,
         mask=_call("equal", [counts, pa.scalar(0, pa.int32())]),
+    )
+
+
+def _starts(counts: pa.Array) -> pa.Array:
+    """Arrow offsets (int32) of items whose lengths are ``counts``: 0, then running sums."""
+    import pyarrow as pa
+
+    return pa.concat_arrays([pa.array([0], pa.int32()), _call("cumulative_sum", [counts])])
+
+
+def _binary(values: list[Any]) -> pa.Array:
+    """``values`` (bytes or None) as an Arrow binary array.
+
+    ``pa.array`` copies each value in turn into a growing buffer; from about 500 B a
+    value (measured at the bytes of a sample), one ``b"".join`` and the lengths cost less
+    (~150 instead of ~220 ns a value of 1 KB, ~840 instead of ~1,470 at 10 KB).
+    """
+    import pyarrow as pa
+
+    sample = values[:: max(1, len(values) // 16)]
+    if sum(len(v) for v in sample if v is not None) < _JOIN_FROM_BYTES * len(sample):
+        return pa.array(values, pa.binary())
+    try:
+        data = b"".join(values)
+    except TypeError:  # a null value (a tombstone)
+        return pa.array(values, pa.binary())
+    if len(data) > _MAX_BINARY_BYTES:
+        return pa.array(values, pa.binary())
+    starts = _starts(pa.array(list(map(len, values)), pa.int32()))
+    return pa.Array.from_buffers(
+        pa.binary(), len(values), [None, starts.buffers()[1], pa.py_buffer(data)]
     )
 
 
