@@ -43,8 +43,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from consume import (
+    EVENT_SIZE,
     RESULTS,
     Dataset,
+    event_record,
     log,
     produce_dataset,
     run_child,
@@ -87,7 +89,7 @@ def cpu_by_side() -> dict[str, float] | None:
     return out
 
 
-def getmany_rate(cluster: Any, ds: Dataset, highs: list[int]) -> dict[str, Any]:
+def getmany_rate(cluster: Any, ds: Dataset, highs: list[int], total_bytes: int) -> dict[str, Any]:
     spec = {
         "client": "rackafka",
         "library": "rackafka",
@@ -98,6 +100,8 @@ def getmany_rate(cluster: Any, ds: Dataset, highs: list[int]) -> dict[str, Any]:
         "topic": ds.topic,
         "partitions": ds.partitions,
         "value_size": ds.value_size,
+        "shape": ds.shape,
+        "total_bytes": total_bytes,
         "compression": ds.compression,
         "total": ds.records,
         "target": ds.records,
@@ -131,11 +135,14 @@ def spark_session(cores: int) -> Any:
     return spark
 
 
-def spark_read(spark: Any, cluster: Any, topic: str, metrics: Path | None = None) -> float:
+def spark_read(
+    spark: Any, cluster: Any, topic: str, metrics: Path | None = None, headers: bool = False
+) -> float:
     reader = (
         spark.read.format("rackafka")
         .option("kafka.bootstrap.servers", cluster.bootstrap_servers)
         .option("subscribe", topic)
+        .option("includeHeaders", str(headers).lower())
     )
     if metrics is not None:
         reader = reader.option("rackafka.metricsPath", str(metrics))
@@ -158,6 +165,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--value-size", type=int, default=100)
     parser.add_argument("--partitions", type=int, default=64)
     parser.add_argument("--compression", default="none")
+    parser.add_argument(
+        "--shape",
+        choices=("fixed", "events"),
+        default="fixed",
+        help="fixed: values of --value-size, no key, no headers; events: the events records "
+        "of consume.py (keys, 60-1200 B values, two headers; at most ~300,000 records fit "
+        "the mock's retention in 64 partitions)",
+    )
+    parser.add_argument(
+        "--include-headers", action="store_true", help="the source's includeHeaders option"
+    )
     parser.add_argument("--cores", type=int, default=2, help="Spark's local[N]")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--out", type=Path, default=RESULTS)
@@ -167,17 +185,26 @@ def main(argv: list[str] | None = None) -> int:
     from rackafka.testing import EmbeddedCluster
 
     per_partition = -(-args.records // args.partitions)
+    events = args.shape == "events"
     ds = Dataset(
-        f"spark-{args.value_size}B",
-        args.value_size,
+        "spark-events" if events else f"spark-{args.value_size}B",
+        EVENT_SIZE if events else args.value_size,
         args.compression,
         args.partitions,
         per_partition,
         0,
         0,
+        args.shape,
     )
     ds.check()
-    results: dict[str, Any] = {"records": ds.records, "cores": args.cores, "runs": []}
+    total_bytes = sum(len(event_record(n)[1]) for n in range(ds.records)) if events else 0
+    results: dict[str, Any] = {
+        "records": ds.records,
+        "cores": args.cores,
+        "shape": args.shape,
+        "include_headers": args.include_headers,
+        "runs": [],
+    }
     with EmbeddedCluster(brokers=3, racks=RACKS) as cluster:
         t = time.monotonic()
         highs = produce_dataset(cluster, ds)
@@ -190,11 +217,11 @@ def main(argv: list[str] | None = None) -> int:
             spark_read(spark, cluster, "warm-up")
             # The first read of the dataset runs on a cold JVM (classes loading, JIT): it is
             # reported apart, as in a long-running pipeline it is paid once.
-            cold = spark_read(spark, cluster, ds.topic)
+            cold = spark_read(spark, cluster, ds.topic, headers=args.include_headers)
             results["cold_spark_seconds"] = cold
             log(f"cold read (not counted): {ds.records / cold:,.0f} msgs/s in {cold:.2f}s")
             for run in range(args.repeat):
-                base = getmany_rate(cluster, ds, highs)
+                base = getmany_rate(cluster, ds, highs, total_bytes)
                 if "error" in base:
                     raise SystemExit(f"getmany run failed: {base['error']}")
                 metrics = args.out / f"spark-tasks-{run}"
@@ -202,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
                     for f in metrics.iterdir():
                         f.unlink()
                 cpu_before = cpu_by_side()
-                seconds = spark_read(spark, cluster, ds.topic, metrics)
+                seconds = spark_read(spark, cluster, ds.topic, metrics, args.include_headers)
                 cpu_us = cpu_per_record(cpu_before, ds.records)
                 summary = rack_summary(read_task_reports(metrics))
                 if summary["records"] != ds.records:
@@ -256,8 +283,10 @@ def main(argv: list[str] | None = None) -> int:
     m = results["median"]
     cpu_line = ", ".join(f"{k.replace('_', ' ')} {v:.2f}" for k, v in cpu.items())
     print(
-        f"{ds.records:,} records of {ds.value_size} B, {ds.partitions} partitions, "
-        f"median of {args.repeat}:\n"
+        f"{ds.records:,} records "
+        + ("(events" if events else f"(of {ds.value_size} B")
+        + (", includeHeaders" if args.include_headers else "")
+        + f"), {ds.partitions} partitions, median of {args.repeat}:\n"
         f"  rackafka getmany (1 process):  {m['getmany_msgs_per_s']:>12,.0f} msgs/s\n"
         f"  spark local[{args.cores}] rackafka source: {m['spark_msgs_per_s']:>10,.0f} msgs/s "
         f"({m['spark_msgs_per_s_per_core']:,.0f} per core)\n"
