@@ -25,6 +25,8 @@ Usage::
     .venv-bench/bin/python benchmarks/spark_read.py               # 2M records, 3 runs
     .venv-bench/bin/python benchmarks/spark_read.py --records 500000 --repeat 1
     .venv-bench/bin/python benchmarks/spark_read.py --cores 1
+    .venv-bench/bin/python benchmarks/spark_read.py --shape events --records 300000
+    .venv-bench/bin/python benchmarks/spark_read.py --shape events --include-headers ...
 
 Results go to ``benchmarks/results/spark_read.json``.
 """
