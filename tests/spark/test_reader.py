@@ -306,6 +306,27 @@ def test_parts_to_arrow_equals_the_batches_of_each_part() -> None:
         assert same.column("partition").to_pylist() == [0] * 7 + [1]
 
 
+def test_headers_column_of_records_with_and_without_headers() -> None:
+    from rackafka.spark.reader import parts_to_arrow
+
+    schema = arrow_schema(True)
+
+    def rec(o: int, hs: tuple[tuple[str, bytes | None], ...]) -> tuple[Any, ...]:
+        return (o, 5, 0, None, b"v", None, -1, 1, hs)
+
+    cases = [
+        [(), ()],  # no record has headers: every row null
+        [(("a", b"1"),), (("b", None), ("c", b""))],  # every record has some; a null value
+        [(), (("é", b"\xff"),), (), (("x", b"1"), ("x", b"2")), ()],
+    ]
+    for headers in cases:
+        batch = parts_to_arrow([("t", 0, [rec(i, hs) for i, hs in enumerate(headers)])], schema)
+        assert batch.schema.equals(schema)
+        assert batch.column("headers").to_pylist() == [
+            [{"key": k, "value": v} for k, v in hs] if hs else None for hs in headers
+        ]
+
+
 def test_read_ranges_of_several_partitions(cluster: EmbeddedCluster, tmp_path: Path) -> None:
     produce_spread(cluster, "multi", 3, 150)  # 50 per partition, seq = offset * 3 + p
     cluster.delete_records("multi", 2, 20)
@@ -706,3 +727,103 @@ def test_generator_never_started_opens_nothing(
     )
     gen.close()
     assert created == []
+
+
+# -- the cyclic garbage collector ------------------------------------------------------------
+
+
+def test_the_collector_is_paused_while_a_task_reads_and_restored_after(
+    cluster: EmbeddedCluster,
+) -> None:
+    produce_numbered(cluster, "gc-pause", 300, batch_size=500)
+    rng = OffsetRange("gc-pause", 0, 0, 300)
+    assert gc.isenabled()
+    states = []
+    for batch in read_range(options(cluster), rng, arrow_schema(False)):
+        states.append((batch.num_rows, gc.isenabled()))
+    assert states and all(not enabled for _n, enabled in states)
+    assert sum(n for n, _e in states) == 300
+    assert gc.isenabled()
+    # Closed early, as Spark does when it needs no more rows.
+    gen = cast("Generator[Any, None, None]", read_range(options(cluster), rng, arrow_schema(False)))
+    next(gen)
+    assert not gc.isenabled()
+    gen.close()
+    assert gc.isenabled()
+    # A task that fails (records 300 to 399 never come).
+    opts = options(cluster, **{"kafkaConsumer.pollTimeoutMs": "300"})
+    with pytest.raises(DataLossError):
+        list(read_range(opts, OffsetRange("gc-pause", 0, 0, 400), arrow_schema(False)))
+    assert gc.isenabled()
+
+
+def test_a_collector_the_process_disabled_stays_disabled(cluster: EmbeddedCluster) -> None:
+    produce_numbered(cluster, "gc-off", 50)
+    gc.disable()
+    try:
+        got = read(options(cluster), OffsetRange("gc-off", 0, 0, 50))
+        assert sum(b.num_rows for b in got) == 50
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_the_paused_collector_still_frees_cycles() -> None:
+    """Memory stays bounded: cycles die at the quiet points, in the young generations and,
+    for those that lived long enough to be old, at the full collections."""
+    import weakref
+
+    from rackafka.spark import reader
+
+    class Node:
+        def __init__(self) -> None:
+            self.me = self
+
+    freed: list[str] = []
+    was = gc.isenabled()
+    gc.enable()
+    collector = reader._Collector()
+    try:
+        assert not gc.isenabled()
+        young, old = Node(), Node()
+        weakref.finalize(young, freed.append, "young")
+        weakref.finalize(old, freed.append, "old")
+        del young
+        for _ in range(reader._GC_YOUNG_EVERY):
+            assert freed == []
+            collector.tick()
+        assert freed == ["young"]
+        del old  # a cycle that was alive at the young collections: now in the oldest
+        ticks = reader._GC_YOUNG_EVERY
+        while ticks < reader._GC_FULL_EVERY:
+            assert freed == ["young"]
+            collector.tick()
+            ticks += 1
+        assert freed == ["young", "old"]
+    finally:
+        collector.restore()
+        assert gc.isenabled()
+        if not was:
+            gc.disable()
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [b"small", b"", None, b"x" * 100],  # built value by value
+        [b"%d|" % i + b"y" * 2000 for i in range(40)],  # joined: large values
+        [b"z" * 3000, None, b"", b"w" * 700, None],  # large with nulls: value by value
+        [b"" for _ in range(5)] + [b"q" * 10_000],  # joined: empty values and one large
+        [b"q" * 10_000] + [b"" for _ in range(40)],  # the sample's average is small
+    ],
+)
+def test_binary_columns_of_any_value_sizes(values: list[bytes | None]) -> None:
+    from rackafka.spark import reader
+
+    got = reader._binary(values)
+    assert got.type == pa.binary() and got.to_pylist() == values
+    got.validate(full=True)
+    records = [(i, 5, 0, v, v, None, -1, -1, ()) for i, v in enumerate(values)]
+    batch = reader.parts_to_arrow([("t", 0, records)], arrow_schema(False))
+    assert batch.column("value").to_pylist() == values
+    assert batch.column("key").to_pylist() == values
