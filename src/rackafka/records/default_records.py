@@ -16,7 +16,6 @@ decoded by the scalar loop, which raises the precise error.
 
 from __future__ import annotations
 
-import gc
 import struct
 from collections.abc import Callable
 from functools import partial
@@ -24,14 +23,11 @@ from itertools import starmap
 from typing import Any, Final
 
 from rackafka.errors import CorruptRecordException, RecordTooLargeError, UnsupportedCodecError
+from rackafka.records import _gc
 from rackafka.records._columns import EMPTY, MIN_RECORD_SIZE, MIN_RUN, decode_run
 from rackafka.records._varint import ZIGZAG1, ZIGZAG2, VarintError, read_varint
 from rackafka.records.compression import CODEC_NAMES, DEFAULT_MAX_DECOMPRESSED_SIZE, decompress
 from rackafka.structs import ConsumerRecord
-
-_gc_isenabled = gc.isenabled
-_gc_disable = gc.disable
-_gc_enable = gc.enable
 
 __all__ = [
     "HEADER",
@@ -333,15 +329,9 @@ class RecordBatch:
             and not factory.keywords
         ):
             tp = factory.args  # the scalar loop builds them itself
-        # The cyclic GC is paused while the batch is decoded. Decoding allocates several
-        # tuples per record, all alive until the batch is handed over: a running collector
-        # would walk the young records every few hundred of them and promote them, to walk
-        # them again in the older generations while the user still holds them. Paused, it
-        # runs once after the batch. Records form no cycles, the pause lasts one batch
-        # (bounded by the fetch size), and a collector the application disabled stays off.
-        paused = _gc_isenabled()
-        if paused:
-            _gc_disable()
+        # The cyclic GC is paused while the batch is decoded, and its next collection
+        # waits until the records had a chance to be dropped (see records._gc).
+        paused = _gc.pause()
         try:
             return _decode(
                 buf,
@@ -360,7 +350,7 @@ class RecordBatch:
             raise self._error(exc.args[0]) from None
         finally:
             if paused:
-                _gc_enable()
+                _gc.resume()
 
     def __iter__(self) -> Any:
         """Iterate over :meth:`records` tuples."""
