@@ -13,7 +13,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rackafka.errors import CorruptRecordException, UnsupportedCodecError
-from rackafka.records import _gc
 from rackafka.records import (
     CODEC_GZIP,
     CODEC_LZ4,
@@ -25,6 +24,7 @@ from rackafka.records import (
     RECORD_FIELDS,
     BatchBuilder,
     RecordBatch,
+    _gc,
     compress,
     encode_batch,
     encode_control_batch,
