@@ -196,3 +196,37 @@ def test_lz4_frames_have_independent_blocks_as_kafka_reads_them() -> None:
     assert blocks > 2
     assert bytes(out) == data
     assert decompress(CODEC_LZ4, frame) == data
+
+
+@pytest.mark.parametrize("size", [0, 1, 65535, 65536, 65537, 450_000])
+def test_an_lz4_frame_without_a_content_size_is_sized_by_its_blocks(size: int) -> None:
+    # Kafka's writers (librdkafka's, ours) declare no content size: the first output
+    # buffer is sized by the count of blocks, each holding at most the block size.
+    from rackafka.records.compression import _lz4_content_size
+
+    data = (PAYLOAD * (size // len(PAYLOAD) + 1))[:size]
+    for frame in (compress(CODEC_LZ4, data), bytes(cramjam.lz4.compress(data))):
+        assert not frame[4] & 0x08  # no content size
+        block_max = {4: 1 << 16, 5: 1 << 18, 6: 1 << 20, 7: 1 << 22}[frame[5] >> 4 & 7]
+        hint = _lz4_content_size(frame)
+        assert hint is not None and size <= hint < size + block_max
+        assert decompress(CODEC_LZ4, frame) == data
+
+
+@settings(max_examples=200, deadline=None)
+@given(cut=st.integers(0, 2000), at=st.integers(0, 2000), flip=st.integers(1, 255))
+def test_a_damaged_lz4_frame_is_corrupt_whatever_its_hint(cut: int, at: int, flip: int) -> None:
+    from rackafka.records.compression import _lz4_content_size
+
+    data = PAYLOAD * 3
+    frame = bytearray(compress(CODEC_LZ4, data))
+    at %= len(frame)
+    frame[at] ^= flip
+    damaged = bytes(frame[: len(frame) - cut % len(frame)])
+    hint = _lz4_content_size(damaged)
+    assert hint is None or hint >= 0
+    try:
+        out = decompress(CODEC_LZ4, damaged, max_size=1 << 22)
+    except (CorruptRecordException, RecordTooLargeError):
+        return
+    assert isinstance(out, bytes)

@@ -153,7 +153,7 @@ def test_a_constant_header_value_that_changes_is_learned_again() -> None:
     check(raw, len(types))
     (layout,) = dr._RECORD_LAYOUTS.values()
     # "type" turned out not to be constant: the layout was learned again without folding.
-    assert layout and layout[6] == dr._H_VAR_VAR and not layout[9]
+    assert layout and layout[4] == dr._H_VAR_VAR and not layout[7]
 
 
 def test_a_size_whose_records_differ_is_given_up() -> None:
@@ -213,7 +213,7 @@ def test_events_use_their_layouts() -> None:
     raw = b"".join(events(60))
     check(raw, 60)
     layouts = [v for v in dr._RECORD_LAYOUTS.values() if v]
-    assert layouts and all(v[6] == dr._H_VAR_CONST for v in layouts)
+    assert layouts and all(v[4] == dr._H_VAR_CONST for v in layouts)
 
 
 @pytest.mark.parametrize("codec", [CODEC_NONE, CODEC_LZ4])

@@ -24,6 +24,7 @@ from rackafka.records import (
     RECORD_FIELDS,
     BatchBuilder,
     RecordBatch,
+    _gc,
     compress,
     encode_batch,
     encode_control_batch,
@@ -179,7 +180,9 @@ def test_an_error_of_the_factory_is_not_taken_for_corrupt_data(n: int) -> None:
 def gc_restored() -> Any:
     """Restore the collector's state whatever a test leaves it in."""
     enabled = gc.isenabled()
+    threshold = gc.get_threshold()
     yield
+    gc.set_threshold(*threshold)
     if enabled:
         gc.enable()
     else:
@@ -205,6 +208,64 @@ def test_decoding_pauses_the_collector_and_gives_it_back(gc_restored: None) -> N
     seen.clear()
     batch.records(factory)
     assert seen == [False] * 300 and not gc.isenabled()
+
+
+def test_the_next_collection_waits_for_the_records_to_be_dropped(gc_restored: None) -> None:
+    data = encode_batch([(TS, b"k%d" % i, b"v", [("h", b"x%d" % i)]) for i in range(2000)])
+    (batch,) = iter_batches(data)
+    gc.set_threshold(700, 10, 10)
+    gc.collect()
+    gc.enable()
+    collections: list[int] = []
+
+    def count(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    gc.callbacks.append(count)
+    try:
+        records = batch.records()
+        assert gc.isenabled()
+        # The records (and their headers) are counted as young objects, far past 700,
+        # yet no collection walked them: the threshold is raised by what was counted.
+        raised = gc.get_threshold()
+        assert raised[0] >= 700 + 2 * 2000 and raised[1:] == (10, 10)
+        assert raised[0] <= 700 + _gc.MAX_RAISE
+        assert collections == []
+        # Another batch decoded meanwhile raises it from the application's threshold.
+        batch.records()
+        assert gc.get_threshold()[0] >= raised[0] and collections == []
+        del records
+        # The next collection gives the application its threshold back.
+        gc.collect(0)
+        assert gc.get_threshold() == (700, 10, 10)
+    finally:
+        gc.callbacks.remove(count)
+
+
+def test_the_application_s_collector_settings_are_kept(gc_restored: None) -> None:
+    data = encode_batch([(TS, b"k%d" % i, b"v", [("h", b"x")]) for i in range(500)])
+    (batch,) = iter_batches(data)
+    gc.collect()
+    gc.enable()
+    # A threshold of 0 (no automatic collection) stays 0.
+    gc.set_threshold(0, 10, 10)
+    batch.records()
+    assert gc.get_threshold() == (0, 10, 10)
+    # A disabled collector keeps its threshold.
+    gc.set_threshold(700, 10, 10)
+    gc.disable()
+    batch.records()
+    assert gc.get_threshold() == (700, 10, 10) and not gc.isenabled()
+    # A threshold the application sets while a raised one is in force becomes the base.
+    gc.enable()
+    batch.records()
+    assert gc.get_threshold()[0] > 700
+    gc.set_threshold(5000, 10, 10)
+    batch.records()
+    assert gc.get_threshold()[0] > 5000
+    gc.collect(0)
+    assert gc.get_threshold() == (5000, 10, 10)
 
 
 @pytest.mark.parametrize("n", [3, 100])

@@ -11,8 +11,9 @@ then waits for whichever comes first: a response, a connection, an offset
 lookup, or a change made by the user. Responses to different brokers are in flight at the
 same time.
 
-Memory stays bounded: a partition with buffered data is not fetched again, and no fetch is
-sent while the buffers hold ``fetch_max_bytes``.
+Memory stays bounded: a partition that holds ``max_partition_fetch_bytes`` is fetched again
+only to join a request that would otherwise only wait for new data (a long poll), and no
+fetch is sent while the buffers hold ``fetch_max_bytes``.
 """
 
 from __future__ import annotations
@@ -273,6 +274,14 @@ class FetchLoop:
                 known = backing[node] = self._node_backing_off(node)
             return known
 
+        # A partition that holds max_partition_fetch_bytes is left out of its lane's
+        # request, unless that request would be a long poll: every partition in it at
+        # its high watermark (no lane in ``behind``). The broker would then hold it up to
+        # fetch_max_wait_ms, its node taking no other request meanwhile, and the held
+        # partition, once read, would wait for the poll to end though the broker has
+        # more for it: it joins the poll instead, and gets its next records at once.
+        held_by_lane: dict[tuple[int, int], list[PartitionFetch]] = {}
+        behind: set[tuple[int, int]] = set()
         for part in fs.sync().values():
             side = False
             if part.fetching:
@@ -281,7 +290,11 @@ class FetchLoop:
                 if not part.seeked or part.side:
                     continue
                 side = True
-            if not part.state.is_fetchable or part.bytes >= max_bytes or part.lookup:
+            state = part.state
+            if not state.is_fetchable or part.lookup:
+                continue
+            held = part.bytes >= max_bytes
+            if held and side:
                 continue
             retry_at = part.backoff.until
             if retry_at > now:
@@ -307,11 +320,21 @@ class FetchLoop:
                     parts.append(part)
                 continue
             key = (node, node if leader is None else leader)
+            if held:
+                held_by_lane.setdefault(key, []).append(part)
+                continue
             parts = by_lane.get(key)
             if parts is None:
                 by_lane[key] = [part]
             else:
                 parts.append(part)
+            highwater = state.highwater
+            position = state.fetch_position
+            if highwater is None or position is None or position < highwater:
+                behind.add(key)
+        for key, parts in held_by_lane.items():
+            if key not in behind and key in by_lane:
+                by_lane[key] += parts
         for node, parts in side_by_node.items():
             broker = fs.broker(node)
             if broker.side is not None:

@@ -55,6 +55,11 @@ DEFAULT_MAX_DECOMPRESSED_SIZE = 256 * 1024 * 1024
 _FIRST_GUESS_RATIO = 8
 _MIN_GUESS = 64 * 1024
 _SNAPPY_MAX_RATIO = 32
+#: LZ4 frame block sizes, by the block maximum size field of the frame descriptor.
+_LZ4_BLOCK_MAX = {4: 64 * 1024, 5: 256 * 1024, 6: 1024 * 1024, 7: 4 * 1024 * 1024}
+#: Blocks counted at most for a size hint.
+_LZ4_MAX_BLOCKS = 4096
+_U32LE = struct.Struct("<I")
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
@@ -200,10 +205,32 @@ def _zstd_content_size(data: bytes) -> int | None:
 
 
 def _lz4_content_size(data: bytes) -> int | None:
-    """The content size an LZ4 frame header declares, if any (a hint only)."""
-    if len(data) < 14 or data[:4] != b"\x04\x22\x4d\x18" or not data[4] & 0x08:
+    """The content size an LZ4 frame header declares; else the most its blocks can hold.
+
+    Frames without a content size (librdkafka's, for one) would otherwise get a first
+    buffer of :data:`_FIRST_GUESS_RATIO` times their size, to fill and copy: a block holds
+    at most the frame's block size, and every block but the last holds exactly that, so
+    the blocks' count gives a close bound.  A hint only: the data decides.
+    """
+    if len(data) < 7 or data[:4] != b"\x04\x22\x4d\x18":
         return None
-    return int.from_bytes(data[6:14], "little")
+    flags = data[4]
+    if flags & 0x08:
+        return int.from_bytes(data[6:14], "little") if len(data) >= 14 else None
+    block_max = _LZ4_BLOCK_MAX.get(data[5] >> 4 & 7)
+    if block_max is None:
+        return None
+    pos = 11 if flags & 0x01 else 7  # after the dictionary id, if any, and the checksum
+    checksum = 4 if flags & 0x10 else 0
+    end = len(data) - 4
+    blocks = 0
+    while pos <= end and blocks < _LZ4_MAX_BLOCKS:
+        size = _U32LE.unpack_from(data, pos)[0] & 0x7FFFFFFF
+        if size == 0:
+            return blocks * block_max  # the end mark
+        pos += 4 + size + checksum
+        blocks += 1
+    return None
 
 
 #: Output step of the streaming gzip decompression: at most this much past the limit is

@@ -16,7 +16,6 @@ decoded by the scalar loop, which raises the precise error.
 
 from __future__ import annotations
 
-import gc
 import struct
 from collections.abc import Callable
 from functools import partial
@@ -24,14 +23,11 @@ from itertools import starmap
 from typing import Any, Final
 
 from rackafka.errors import CorruptRecordException, RecordTooLargeError, UnsupportedCodecError
+from rackafka.records import _gc
 from rackafka.records._columns import EMPTY, MIN_RECORD_SIZE, MIN_RUN, decode_run
 from rackafka.records._varint import ZIGZAG1, ZIGZAG2, VarintError, read_varint
 from rackafka.records.compression import CODEC_NAMES, DEFAULT_MAX_DECOMPRESSED_SIZE, decompress
 from rackafka.structs import ConsumerRecord
-
-_gc_isenabled = gc.isenabled
-_gc_disable = gc.disable
-_gc_enable = gc.enable
 
 __all__ = [
     "HEADER",
@@ -96,12 +92,12 @@ _LAYOUT_MAX_HEADERS = 8
 #: learned from) equal the learned ones; the values in between are then exactly what the
 #: general path would read.  A size has no entry until it is seen twice (the first
 #: sighting only notes the headers), ``False`` when it has no layout, else
-#: ``(unpack, structure, key_present, value_present, key_size, value_size, headers_kind,
-#: a, b, folded)`` (see :func:`_record_layout`).  Only records with headers get layouts
-#: (records without are faster through the general path), and only bodies shorter than
-#: the limit, so that at most that many are ever learned (small records are where the
-#: per-record cost is); a layout that fails its check is learned again once without
-#: folded header values, then given up.
+#: ``(unpack, structure, key_size, value_size, headers_kind, a, b, folded)`` (see
+#: :func:`_record_layout`; a size of -1 is a null key or value).  Only records with
+#: headers get layouts (records without are faster through the general path), and only
+#: bodies shorter than the limit, so that at most that many are ever learned (small
+#: records are where the per-record cost is); a layout that fails its check is learned
+#: again once without folded header values, then given up.
 _RECORD_LAYOUT_LIMIT = 2048
 _RECORD_LAYOUTS: dict[int, Any] = {}
 _RECORD_SEEN: dict[int, tuple[tuple[str, bytes | None], ...]] = {}
@@ -333,15 +329,9 @@ class RecordBatch:
             and not factory.keywords
         ):
             tp = factory.args  # the scalar loop builds them itself
-        # The cyclic GC is paused while the batch is decoded. Decoding allocates several
-        # tuples per record, all alive until the batch is handed over: a running collector
-        # would walk the young records every few hundred of them and promote them, to walk
-        # them again in the older generations while the user still holds them. Paused, it
-        # runs once after the batch. Records form no cycles, the pause lasts one batch
-        # (bounded by the fetch size), and a collector the application disabled stays off.
-        paused = _gc_isenabled()
-        if paused:
-            _gc_disable()
+        # The cyclic GC is paused while the batch is decoded, and its next collection
+        # waits until the records had a chance to be dropped (see records._gc).
+        paused = _gc.pause()
         try:
             return _decode(
                 buf,
@@ -360,7 +350,7 @@ class RecordBatch:
             raise self._error(exc.args[0]) from None
         finally:
             if paused:
-                _gc_enable()
+                _gc.resume()
 
     def __iter__(self) -> Any:
         """Iterate over :meth:`records` tuples."""
@@ -573,21 +563,24 @@ def _decode_scalar(
         # and only a record after one with headers looks its layout up.
         lay = layouts_of(rec_end - pos) if headers and length < limit else None
         if lay and (parts := lay[0](buf, pos))[every_other] == lay[1]:
-            _, _, kp, vp, key_size, value_size, hkind, hk, hx, _ = lay
-            key = parts[1] if kp else None
-            value = parts[3] if vp else None
-            if hkind == _H_CONST:
-                headers = hx
-            elif hkind == _H_VAR_CONST:
-                headers = ((hk, parts[5]), hx)
-            elif hkind == _H_VAR_VAR:
-                headers = ((hk, parts[5]), (hx, parts[7]))
+            key_size = lay[2]
+            value_size = lay[3]
+            key = parts[1] if key_size >= 0 else None
+            value = parts[3] if value_size >= 0 else None
+            hkind = lay[4]
+            # the most common kinds first: an id and a constant, one id, constants
+            if hkind == _H_VAR_CONST:
+                headers = ((lay[5], parts[5]), lay[6])
             elif hkind == _H_VAR:
-                headers = ((hk, parts[5]),)
+                headers = ((lay[5], parts[5]),)
+            elif hkind == _H_CONST:
+                headers = lay[6]
+            elif hkind == _H_VAR_VAR:
+                headers = ((lay[5], parts[5]), (lay[6], parts[7]))
             elif hkind == _H_CONST_VAR:
-                headers = (hx, (hk, parts[5]))
+                headers = (lay[6], (lay[5], parts[5]))
             else:
-                headers = tuple(zip(hk, parts[5::2]))
+                headers = tuple(zip(lay[5], parts[5::2]))
             pos = rec_end
         else:
             # key
@@ -719,7 +712,7 @@ def _learn_record(
             )
             _RECORD_SEEN[size] = headers if small else EMPTY
             return
-    elif headers and known[9]:
+    elif headers and known[7]:
         first = EMPTY  # learn it again without folded values
     else:
         # Records without headers are faster through the general path.
@@ -788,8 +781,6 @@ def _record_layout(
     return (
         struct.Struct("".join(fmt)).unpack_from,
         tuple(structure),
-        key is not None,
-        value is not None,
         -1 if key is None else len(key),
         -1 if value is None else len(value),
         kind,
