@@ -9,19 +9,25 @@ every record is acknowledged. Reported: records/s and MB/s from the first ``send
 last acknowledgement, and CPU seconds of the child (user + system, all threads). The median
 of ``--repeat`` runs is shown, with the ratios to aiokafka-C and to confluent-tuned.
 
-Every client but ``confluent-tuned`` (below) gets the same settings: ``linger_ms=5``,
+Every client but the tuned ones (below) gets the same settings: ``linger_ms=5``,
 batches of at most 64 KiB (``max_batch_size`` / ``batch.size``), the given ``acks`` and
 compression. The asyncio clients
 ``await send()`` each record and gather the futures every 10,000 records (the way an
 application that checks delivery writes it); confluent-kafka calls ``produce()`` and
 ``poll(0)``, then ``flush()``.
 
-``rackafka-batch`` is rackafka's batch API, the way aiokafka documents it:
+``rackafka-tuned`` is rackafka's ``send()`` loop above with confluent-tuned's batching
+(:data:`RACKAFKA_TUNED`: ``linger_ms=100``, ``max_batch_size=1_000_000``, librdkafka's
+``linger.ms`` and ``batch.size`` below), so that the two tuned clients compare.
+
+``rackafka-batch`` is rackafka's batch API, the way aiokafka documents it, with the same
+tuned batching (a batch holds up to ``max_batch_size`` bytes):
 ``create_batch()``, ``append()`` records until it returns ``None`` (the batch is full),
 ``send_batch()`` the batch to the next partition (round-robin over the topic's
 partitions, whatever the key), then await the batches' futures. Its ratios are shown
-too (``batch akC``, ``batch cfT``). The latency suite leaves it out (one record at a time
-is ``send()``'s case).
+too (``batch akC``, ``batch cfT``; ``tuned akC``, ``tuned cfT`` for rackafka-tuned). The
+latency suite leaves both out (one record at a time is ``send()``'s case, with the suite's
+own settings), and the batch suite leaves rackafka-tuned out.
 
 ``confluent-tuned`` is confluent-kafka set up for throughput as librdkafka documents it
 (:data:`CONFLUENT_TUNED`; same ``produce()``/``poll(0)``/``flush()`` loop, the run's
@@ -35,8 +41,8 @@ bounds a batch of small records) and ``queue.buffering.max.messages`` 1,000,000 
 application is not pushed back while batches linger; ``queue.buffering.max.kbytes`` stays at
 its 1 GiB default; ``flush()`` overrides ``linger.ms``, so the last batches do not wait).
 Confluent's "Optimize clients for throughput" guide agrees (``batch.size`` 100,000-200,000
-or more, ``linger.ms`` 10-100; its lz4 and acks=1 are the run's choice here). rackafka and
-aiokafka keep the common settings above. The table shows each rate relative to aiokafka-C
+or more, ``linger.ms`` 10-100; its lz4 and acks=1 are the run's choice here). ``rackafka``
+and aiokafka keep the common settings above. The table shows each rate relative to aiokafka-C
 (``akC``) and to confluent-tuned (``cfT``); ``produce.json`` keeps them per client as
 ``vs_aiokafka_c`` and ``vs_confluent_tuned``. The latency and batch suites, which set
 ``linger_ms`` and batch sizes themselves, leave confluent-tuned out.
@@ -102,9 +108,17 @@ sys.path.insert(0, str(HERE))
 from consume import ENGINES, load_average, open_cluster  # noqa: E402
 
 RESULTS = HERE / "results"
-CLIENTS = ("rackafka", "rackafka-batch", "aiokafka-c", "confluent", "confluent-tuned")
-#: The clients whose ratios the summary table shows (rackafka's two paths).
-OURS = ("rackafka", "rackafka-batch")
+CLIENTS = (
+    "rackafka",
+    "rackafka-tuned",
+    "rackafka-batch",
+    "aiokafka-c",
+    "confluent",
+    "confluent-tuned",
+)
+#: The clients whose ratios the summary table shows (rackafka's three ways), with the
+#: prefix of their ratio columns.
+OURS = {"rackafka": "vs", "rackafka-tuned": "tuned", "rackafka-batch": "batch"}
 #: librdkafka producer settings of ``confluent-tuned`` (see the module docstring).
 CONFLUENT_TUNED: dict[str, Any] = {
     "linger.ms": 100,
@@ -112,9 +126,17 @@ CONFLUENT_TUNED: dict[str, Any] = {
     "batch.num.messages": 100_000,
     "queue.buffering.max.messages": 1_000_000,
 }
-#: Clients left out of a suite: confluent-tuned chooses its own batching, and the latency
-#: of one record at a time is ``send()``'s, not the batch API's.
-SKIPPED = {"latency": ("confluent-tuned", "rackafka-batch"), "batch": ("confluent-tuned",)}
+#: The batching of ``rackafka-tuned`` and ``rackafka-batch`` in the throughput suite:
+#: confluent-tuned's (``linger.ms``, ``batch.size``) with rackafka's names.
+RACKAFKA_TUNED: dict[str, Any] = {"linger_ms": 100, "max_batch_size": 1_000_000}
+#: The clients whose throughput runs take :data:`RACKAFKA_TUNED`.
+TUNED_CLIENTS = ("rackafka-tuned", "rackafka-batch")
+#: Clients left out of a suite: the tuned clients choose their own batching, and the
+#: latency of one record at a time is ``send()``'s, not the batch API's.
+SKIPPED = {
+    "latency": ("confluent-tuned", "rackafka-tuned", "rackafka-batch"),
+    "batch": ("confluent-tuned", "rackafka-tuned"),
+}
 REFERENCE = "aiokafka-c"
 TUNED_REFERENCE = "confluent-tuned"
 DATASETS = {"100B": (200_000, 20_000), "10KB": (20_000, 3_000), "events": (100_000, 20_000)}
@@ -227,7 +249,10 @@ async def _send_batches(producer: Any, topic: str, records: list[Any]) -> float:
 
 
 def _asyncio_batching(spec: dict[str, Any]) -> dict[str, Any]:
-    """``linger_ms``/``max_batch_size`` of the spec (absent: the client's defaults)."""
+    """``linger_ms``/``max_batch_size`` of the spec (absent: the client's defaults);
+    :data:`RACKAFKA_TUNED` for the tuned clients' throughput runs."""
+    if spec.get("client") in TUNED_CLIENTS and spec.get("suite", "throughput") == "throughput":
+        return dict(RACKAFKA_TUNED)
     out: dict[str, Any] = {}
     if spec.get("linger_ms") is not None:
         out["linger_ms"] = spec["linger_ms"]
@@ -385,6 +410,7 @@ def run_child(spec: dict[str, Any]) -> dict[str, Any]:
 def available(client: str) -> bool:
     module = {
         "rackafka": "rackafka",
+        "rackafka-tuned": "rackafka",
         "rackafka-batch": "rackafka",
         "aiokafka-c": "aiokafka",
         "confluent": "confluent_kafka",
@@ -560,15 +586,16 @@ def add_ratios(row: dict[str, Any]) -> None:
 
 def summary_table(rows: list[dict[str, Any]], clients: list[str]) -> str:
     """The throughput rows as a table: records/s per client, then the ratios to aiokafka-C
-    and to confluent-tuned of rackafka's ``send()`` (``vs akC``, ``vs cfT``) and of its
-    batch API (``batch akC``, ``batch cfT``) when they ran."""
+    and to confluent-tuned of rackafka's ``send()`` (``vs akC``, ``vs cfT``), of ``send()``
+    with confluent-tuned's batching (``tuned akC``, ``tuned cfT``) and of its batch API
+    (``batch akC``, ``batch cfT``) when they ran."""
     names = [c for c in clients if c in CLIENTS]
     ours = [c for c in OURS if c in names]
     head = f"{'engine':<6} {'dataset':>7} {'acks':>4} {'comp':<4} " + " ".join(
         f"{c:>15}" for c in names
     )
     for client in ours:
-        prefix = "vs" if client == "rackafka" else "batch"
+        prefix = OURS[client]
         head += f" {prefix + ' akC':>9} {prefix + ' cfT':>9}"
     lines = ["# rackafka against the others (records/s; ratios are rackafka's)", head]
     lines.append("-" * len(head))

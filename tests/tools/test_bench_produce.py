@@ -108,6 +108,7 @@ def test_ratios_and_summary_table(produce: ModuleType) -> None:
     row: dict[str, Any] = {
         **_row("100B", "1", "none", 300_000.0),
         "engine": "mock",
+        "rackafka-tuned": {"records_per_s": 420_000.0},
         "rackafka-batch": {"records_per_s": 450_000.0},
         "aiokafka-c": {"records_per_s": 150_000.0},
         "confluent-tuned": {"records_per_s": 600_000.0},
@@ -125,21 +126,28 @@ def test_ratios_and_summary_table(produce: ModuleType) -> None:
     assert lone["rackafka"]["vs_confluent_tuned"] is None
     text = produce.summary_table([row, lone], list(produce.CLIENTS))
     lines = text.splitlines()
-    assert lines[1].split()[-8:] == ["vs", "akC", "vs", "cfT", "batch", "akC", "batch", "cfT"]
+    assert lines[1].split()[-12:] == [
+        *("vs", "akC", "vs", "cfT"),
+        *("tuned", "akC", "tuned", "cfT"),
+        *("batch", "akC", "batch", "cfT"),
+    ]
     first = lines[3].split()
     assert first[:4] == ["mock", "100B", "1", "none"]
     assert first[4:] == [
         "300,000",
+        "420,000",
         "450,000",
         "150,000",
         "-",
         "600,000",
         "2.00",
         "0.50",
+        "2.80",
+        "0.70",
         "3.00",
         "0.75",
     ]
-    assert lines[4].split()[-4:] == ["-", "-", "-", "-"]
+    assert lines[4].split()[-6:] == ["-"] * 6
     # without the batch client, only send()'s ratios
     plain = produce.summary_table([row], ["rackafka", "aiokafka-c", "confluent-tuned"])
     assert plain.splitlines()[1].split()[-4:] == ["vs", "akC", "vs", "cfT"]
@@ -188,3 +196,29 @@ def test_batch_client_uses_the_batch_api(produce: ModuleType) -> None:
     assert [r for _, batch in producer.sent for r in batch] == records
     assert "rackafka-batch" in produce.CLIENTS
     assert "rackafka-batch" in produce.SKIPPED["latency"]
+
+
+def test_tuned_clients_take_confluent_tuned_batching(produce: ModuleType) -> None:
+    """rackafka-tuned and rackafka-batch batch as confluent-tuned does in the throughput
+    suite (librdkafka's linger.ms and batch.size); the other suites keep their settings."""
+    spec = {"linger_ms": 5, "max_batch_size": 65536}
+    tuned_conf = produce._confluent_config(
+        {
+            **spec,
+            "acks": 1,
+            "compression": None,
+            "client": "confluent-tuned",
+            "bootstrap": "127.0.0.1:9092",
+        }
+    )
+    for client in ("rackafka-tuned", "rackafka-batch"):
+        settings = produce._asyncio_batching({**spec, "client": client})
+        assert settings == {
+            "linger_ms": tuned_conf["linger.ms"],
+            "max_batch_size": tuned_conf["batch.size"],
+        }
+        latency = produce._asyncio_batching({**spec, "client": client, "suite": "latency"})
+        assert latency == spec
+        assert client in produce.SKIPPED["latency"]
+    assert produce._asyncio_batching({**spec, "client": "rackafka"}) == spec
+    assert produce._asyncio_batching({**spec, "client": "aiokafka-c"}) == spec
