@@ -274,13 +274,9 @@ class FetchLoop:
                 known = backing[node] = self._node_backing_off(node)
             return known
 
-        # A partition that holds max_partition_fetch_bytes is left out of its lane's
-        # request, unless that request would be a long poll: every partition in it at
-        # its high watermark (no lane in ``behind``). The broker would then hold it up to
-        # fetch_max_wait_ms, its node taking no other request meanwhile, and the held
-        # partition, once read, would wait for the poll to end though the broker has
-        # more for it: it joins the poll instead, and gets its next records at once.
-        held_by_lane: dict[tuple[int, int], list[PartitionFetch]] = {}
+        # Partitions that hold max_partition_fetch_bytes, and the lanes with a partition
+        # behind its high watermark (see _add_held).
+        held: list[PartitionFetch] = []
         behind: set[tuple[int, int]] = set()
         for part in fs.sync().values():
             side = False
@@ -293,8 +289,9 @@ class FetchLoop:
             state = part.state
             if not state.is_fetchable or part.lookup:
                 continue
-            held = part.bytes >= max_bytes
-            if held and side:
+            if part.bytes >= max_bytes:
+                if not side:
+                    held.append(part)
                 continue
             retry_at = part.backoff.until
             if retry_at > now:
@@ -320,9 +317,6 @@ class FetchLoop:
                     parts.append(part)
                 continue
             key = (node, node if leader is None else leader)
-            if held:
-                held_by_lane.setdefault(key, []).append(part)
-                continue
             parts = by_lane.get(key)
             if parts is None:
                 by_lane[key] = [part]
@@ -332,9 +326,8 @@ class FetchLoop:
             position = state.fetch_position
             if highwater is None or position is None or position < highwater:
                 behind.add(key)
-        for key, parts in held_by_lane.items():
-            if key not in behind and key in by_lane:
-                by_lane[key] += parts
+        if held and len(behind) < len(by_lane):
+            self._add_held(held, by_lane, behind, now, backing_off)
         for node, parts in side_by_node.items():
             broker = fs.broker(node)
             if broker.side is not None:
@@ -374,6 +367,44 @@ class FetchLoop:
             except KafkaError as exc:
                 self._node_failed(broker, exc)
         return deadline
+
+    def _add_held(
+        self,
+        held: list[PartitionFetch],
+        by_lane: dict[tuple[int, int], list[PartitionFetch]],
+        behind: set[tuple[int, int]],
+        now: float,
+        backing_off: Any,
+    ) -> None:
+        """Add held partitions to the requests that would only wait for new data.
+
+        A request whose partitions are all at their high watermark is a long poll: the
+        broker holds it up to ``fetch_max_wait_ms``, and its node gets no other request
+        meanwhile.  A partition left out of it because it holds
+        ``max_partition_fetch_bytes`` would then wait for the poll to end once the user
+        has read its records, though the broker has more for it.  So such a partition
+        joins the poll, and the response brings its next records at once: it is fetched
+        ahead as long as the other partitions of its lane have nothing to read, and the
+        buffers hold less than ``fetch_max_bytes``.
+        """
+        leader_for = self._cluster.leader_for
+        select = self.policy.select
+        node_known = self._node_known
+        for part in held:
+            if part.backoff.until > now:
+                continue
+            tp = part.tp
+            leader = leader_for(tp)
+            route = select(tp, leader, now, node_known=node_known, node_backing_off=backing_off)
+            if route.change is not None:
+                self.log_change(route.change)
+            node = route.node
+            if node is None:
+                continue
+            key = (node, node if leader is None else leader)
+            parts = by_lane.get(key)
+            if parts is not None and key not in behind:
+                parts.append(part)
 
     def _node_known(self, node: int) -> bool:
         return node in self._cluster.brokers
