@@ -323,8 +323,7 @@ class FetchLoop:
             else:
                 parts.append(part)
             highwater = state.highwater
-            position = state.fetch_position
-            if highwater is None or position is None or position < highwater:
+            if highwater is None or highwater < 0 or state.fetch_position < highwater:
                 behind.add(key)
         if held and len(behind) < len(by_lane):
             self._add_held(held, by_lane, behind, now, backing_off)
