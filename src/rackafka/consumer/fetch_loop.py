@@ -11,9 +11,8 @@ then waits for whichever comes first: a response, a connection, an offset
 lookup, or a change made by the user. Responses to different brokers are in flight at the
 same time.
 
-Memory stays bounded: a partition that holds ``max_partition_fetch_bytes`` is fetched again
-only to join a request that would otherwise only wait for new data (a long poll), and no
-fetch is sent while the buffers hold ``fetch_max_bytes``.
+Memory stays bounded: a partition with buffered data is not fetched again, and no fetch is
+sent while the buffers hold ``fetch_max_bytes``.
 """
 
 from __future__ import annotations
@@ -274,10 +273,6 @@ class FetchLoop:
                 known = backing[node] = self._node_backing_off(node)
             return known
 
-        # Partitions that hold max_partition_fetch_bytes, and the lanes with a partition
-        # behind its high watermark (see _add_held).
-        held: list[PartitionFetch] = []
-        behind: set[tuple[int, int]] = set()
         for part in fs.sync().values():
             side = False
             if part.fetching:
@@ -286,12 +281,7 @@ class FetchLoop:
                 if not part.seeked or part.side:
                     continue
                 side = True
-            state = part.state
-            if not state.is_fetchable or part.lookup:
-                continue
-            if part.bytes >= max_bytes:
-                if not side:
-                    held.append(part)
+            if not part.state.is_fetchable or part.bytes >= max_bytes or part.lookup:
                 continue
             retry_at = part.backoff.until
             if retry_at > now:
@@ -322,11 +312,6 @@ class FetchLoop:
                 by_lane[key] = [part]
             else:
                 parts.append(part)
-            highwater = state.highwater
-            if highwater is None or highwater < 0 or state.fetch_position < highwater:
-                behind.add(key)
-        if held and len(behind) < len(by_lane):
-            self._add_held(held, by_lane, behind, now, backing_off)
         for node, parts in side_by_node.items():
             broker = fs.broker(node)
             if broker.side is not None:
@@ -366,44 +351,6 @@ class FetchLoop:
             except KafkaError as exc:
                 self._node_failed(broker, exc)
         return deadline
-
-    def _add_held(
-        self,
-        held: list[PartitionFetch],
-        by_lane: dict[tuple[int, int], list[PartitionFetch]],
-        behind: set[tuple[int, int]],
-        now: float,
-        backing_off: Any,
-    ) -> None:
-        """Add held partitions to the requests that would only wait for new data.
-
-        A request whose partitions are all at their high watermark is a long poll: the
-        broker holds it up to ``fetch_max_wait_ms``, and its node gets no other request
-        meanwhile.  A partition left out of it because it holds
-        ``max_partition_fetch_bytes`` would then wait for the poll to end once the user
-        has read its records, though the broker has more for it.  So such a partition
-        joins the poll, and the response brings its next records at once: it is fetched
-        ahead as long as the other partitions of its lane have nothing to read, and the
-        buffers hold less than ``fetch_max_bytes``.
-        """
-        leader_for = self._cluster.leader_for
-        select = self.policy.select
-        node_known = self._node_known
-        for part in held:
-            if part.backoff.until > now:
-                continue
-            tp = part.tp
-            leader = leader_for(tp)
-            route = select(tp, leader, now, node_known=node_known, node_backing_off=backing_off)
-            if route.change is not None:
-                self.log_change(route.change)
-            node = route.node
-            if node is None:
-                continue
-            key = (node, node if leader is None else leader)
-            parts = by_lane.get(key)
-            if parts is not None and key not in behind:
-                parts.append(part)
 
     def _node_known(self, node: int) -> bool:
         return node in self._cluster.brokers

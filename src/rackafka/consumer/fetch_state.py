@@ -149,8 +149,7 @@ class PartitionFetch:
         #: Where the partition is read from (KIP-392).
         self.route = route
         #: Buffered record data (:class:`Buffered` in :attr:`FetchState.buffered`); the
-        #: partition is fetched ahead while it holds less than max_partition_fetch_bytes
-        #: (and beyond, into a fetch that would only wait for new data: see FetchLoop).
+        #: partition is fetched ahead while it holds less than max_partition_fetch_bytes.
         self.buffers = 0
         self.bytes = 0
         #: Fetch errors in a row: no fetch (nor reset) before ``backoff.until``.

@@ -16,9 +16,8 @@ each:
 
 Fetched record data is buffered undecoded per partition and decoded when the user asks for
 records, so no work is spent on records nobody reads and memory stays bounded: a partition
-is fetched ahead while it holds less than ``max_partition_fetch_bytes`` (or to join a fetch
-that would otherwise only wait for new data), and no fetch is sent while the buffers hold
-``fetch_max_bytes``.
+is fetched ahead only while it holds less than ``max_partition_fetch_bytes``, and no fetch is
+sent while the buffers hold ``fetch_max_bytes``.
 """
 
 from __future__ import annotations
