@@ -88,7 +88,7 @@ layouts = st.fixed_dictionaries(
     cuts=st.tuples(
         st.integers(min_value=0, max_value=1600), st.integers(min_value=0, max_value=1600)
     ),
-    min_arrow_run=st.sampled_from([1, 64, 512]),
+    min_arrow_run=st.sampled_from([1, 48, 512]),
     headers=st.booleans(),
 )
 def test_runs_give_the_arrow_batch_of_their_records(

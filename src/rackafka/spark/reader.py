@@ -24,7 +24,6 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from rackafka.errors import KafkaError, KafkaTimeoutError, OffsetOutOfRangeError
-from rackafka.records._columns import count_records
 from rackafka.spark._runs import cut_pieces, pieces_to_arrow
 from rackafka.spark.options import (
     CLIENT_RACK_ENV,
@@ -457,11 +456,14 @@ def _next_batch(
             got_range.position = records[-1][0] + 1
         got_range.progress_at = now
         if records:
-            report.records += count_records(records)
             parts.append((tp.topic, tp.partition, records))
         if got_range.position >= got_range.end:
             _finish(consumer, todo, tp)
-    return (pieces_to_arrow(parts, schema, parts_to_arrow) if parts else None), bool(got)
+    if not parts:
+        return None, bool(got)
+    batch = pieces_to_arrow(parts, schema, parts_to_arrow)
+    report.records += batch.num_rows
+    return batch, bool(got)
 
 
 class _Collector:
