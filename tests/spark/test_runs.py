@@ -152,3 +152,23 @@ def test_ranges_that_start_and_end_inside_runs(embedded_cluster: EmbeddedCluster
         assert [r["offset"] for r in rows] == list(range(start, end))
         assert [r["value"] for r in rows] == [b"%06d" % i + b"r" * 94 for i in range(start, end)]
         assert {r["key"] for r in rows} == {None} and {r["headers"] for r in rows} == {None}
+
+
+@pytest.mark.fault_injection
+def test_runs_are_handed_out_only_as_record_tuples(embedded_cluster: EmbeddedCluster) -> None:
+    import asyncio
+
+    from rackafka.consumer.consumer import AIOKafkaConsumer
+
+    async def main() -> None:
+        consumer: AIOKafkaConsumer[bytes, bytes] = AIOKafkaConsumer(
+            bootstrap_servers=embedded_cluster.bootstrap_servers
+        )
+        await consumer.start()
+        try:
+            with pytest.raises(ValueError, match="record_tuples"):
+                consumer._fetcher.hand_out_runs()  # type: ignore[union-attr]
+        finally:
+            await consumer.stop()
+
+    asyncio.run(main())
