@@ -94,22 +94,21 @@ def _run_batch(topic: str, partition: int, run: Run, schema: pa.Schema) -> pa.Re
     )
     offsets = pc.call_function("add", [_steps(1, m, pa.int64()), pa.scalar(run.first, pa.int64())])
     ts_type = schema.field("timestamp").type
+    base = pa.scalar(run.ts_base * 1000, pa.int64())
     if run.ts_deltas is None:
-        micros = pa.repeat(pa.scalar(run.ts_base * 1000, pa.int64()), m)
+        micros = pa.repeat(base, m)
     else:
-        # the 128 timestamps a one-byte delta can give, in microseconds, taken by index
-        table = pa.array([(run.ts_base + d) * 1000 for d in ZIGZAG1], pa.int64())
-        micros = table.take(
-            pa.Array.from_buffers(pa.uint8(), m, [None, pa.py_buffer(run.ts_deltas)])
-        )
+        # the deltas (one-byte zig-zag varints) in microseconds, taken by index
+        deltas = pa.Array.from_buffers(pa.uint8(), m, [None, pa.py_buffer(run.ts_deltas)])
+        micros = pc.call_function("add", [_zigzag_micros().take(deltas), base])
     columns = [
         _slice(whole, run.key_at, run.key_size, run),
         _slice(whole, run.value_at, run.value_size, run),
-        pa.repeat(pa.scalar(topic, pa.string()), m),
-        pa.repeat(pa.scalar(partition, pa.int32()), m),
+        _same(topic, m, pa.string()),
+        _same(partition, m, pa.int32()),
         offsets,
         micros.view(ts_type),
-        pa.repeat(pa.scalar(run.timestamp_type, pa.int32()), m),
+        _same(run.timestamp_type, m, pa.int32()),
     ]
     if len(schema) > len(columns):
         columns.append(pa.nulls(m, schema.field("headers").type))
@@ -159,3 +158,33 @@ def _steps(step: int, n: int, kind: pa.DataType) -> pa.Array:
             _STEPS.clear()
         _STEPS[key] = steps
     return steps.slice(0, n)
+
+
+#: The same value ``n`` times, by value and type, grown as needed.
+_SAME: dict[tuple[Any, Any], pa.Array] = {}
+
+
+def _same(value: Any, n: int, kind: pa.DataType) -> pa.Array:
+    """``value`` ``n`` times as an Arrow array of ``kind`` (a slice of a cached array)."""
+    import pyarrow as pa
+
+    key = (value, kind)
+    same = _SAME.get(key)
+    if same is None or len(same) < n:
+        same = pa.repeat(pa.scalar(value, kind), max(n, 16_384))
+        if len(_SAME) >= _MAX_STEPS:
+            _SAME.clear()
+        _SAME[key] = same
+    return same.slice(0, n)
+
+
+_ZIGZAG_MICROS: list[pa.Array] = []
+
+
+def _zigzag_micros() -> pa.Array:
+    """The values of the 128 one-byte zig-zag varints, times 1000, as an Arrow array."""
+    import pyarrow as pa
+
+    if not _ZIGZAG_MICROS:
+        _ZIGZAG_MICROS.append(pa.array([d * 1000 for d in ZIGZAG1], pa.int64()))
+    return _ZIGZAG_MICROS[0]
