@@ -61,6 +61,8 @@ class RecordsOut:
         #: The sticky error raised last (see :meth:`raise_pending_errors`).
         self._last_raised: BaseException | None = None
         self._runs = False
+        #: Whether a run was handed out yet (until then, every piece is one record).
+        self._saw_runs = False
 
     def hand_out_runs(self) -> None:
         """Internal, for bulk readers of record tuples (the Spark source): runs of
@@ -238,7 +240,7 @@ class RecordsOut:
                 else:
                     existing.extend(taken)
                 # With runs, the budget is in records: one buffer's runs may pass it.
-                n = count_records(taken) if self._runs else len(taken)
+                n = count_records(taken) if self._saw_runs else len(taken)
                 budget -= n
                 buf.counters.records += n
             if (
@@ -309,8 +311,11 @@ class RecordsOut:
                 if _skip_batch(buf, batch):
                     position = next_offset
                     continue
-                if self._runs:
-                    records = pieces_from(batch.records(None, True), position)
+                if self._runs and batch.magic == 2:
+                    records = batch.records(None, True)
+                    if len(records) != batch.record_count:  # a run holds 16 or more
+                        self._saw_runs = True
+                    records = pieces_from(records, position)
                 else:
                     records = batch.records(self._factory(buf))
             except Exception as exc:
