@@ -25,6 +25,7 @@ from rackafka.records import (
     encode_legacy_message_set,
     iter_batches,
 )
+from rackafka.records._columns import Run
 
 from .refcodec import batch_bytes, record_bytes
 
@@ -55,9 +56,33 @@ def decode_all(data: bytes, check_crcs: bool = True) -> list[Any]:
     with time_limit(20):
         for batch in iter_batches(data, check_crcs=check_crcs, topic="fuzz", partition=7):
             out.append((batch.base_offset, batch.next_offset, batch.is_control, batch.producer_id))
-            out.append(batch.records())
+            records = batch.records()
+            out.append(records)
             out.append(batch.control_type)
+            if batch.magic == 2:
+                # The runs path (the Spark source's) decodes the same records.
+                pieces = batch.records(None, True)
+                got = [r for p in pieces for r in (p.tuples() if type(p) is Run else [p])]
+                assert got == records
     return out
+
+
+def test_runs_path_raises_what_the_records_path_raises() -> None:
+    """A corrupt run is found as corrupt by the runs path, with the same message."""
+    raw = b"".join(record_bytes(i, 1, None, b"%03d" % i * 10) for i in range(80))
+    for cut in range(0, len(raw), 7):
+        bad = raw[:cut] + bytes([raw[cut] ^ 0x41]) + raw[cut + 1 :]
+        (batch,) = iter_batches(batch_bytes(bad, count=80, base_timestamp=TS), check_crcs=False)
+        try:
+            expected = batch.records()
+        except CorruptRecordException as exc:
+            with pytest.raises(CorruptRecordException) as info:
+                batch.records(None, True)
+            assert str(info.value) == str(exc)
+        else:
+            pieces = batch.records(None, True)
+            got = [r for p in pieces for r in (p.tuples() if type(p) is Run else [p])]
+            assert got == expected
 
 
 def two_batches(codec: int = CODEC_NONE) -> tuple[bytes, bytes]:

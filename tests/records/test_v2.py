@@ -30,6 +30,7 @@ from rackafka.records import (
     encode_control_batch,
     iter_batches,
 )
+from rackafka.records._columns import MIN_RUN, Run, count_records, pieces_from
 
 from .refcodec import batch_bytes, decode_records, record_bytes, zigzag_varint
 
@@ -494,6 +495,7 @@ deviations = st.sampled_from(
     first_delta=st.integers(min_value=0, max_value=9000),
     ts_spread=st.sampled_from([1, 10, 64, 65, 200]),
     codec=st.sampled_from([CODEC_NONE, CODEC_NONE, CODEC_LZ4]),
+    log_append=st.booleans(),
 )
 def test_uniform_runs_match_reference(
     n: int,
@@ -503,6 +505,7 @@ def test_uniform_runs_match_reference(
     first_delta: int,
     ts_spread: int,
     codec: int,
+    log_append: bool,
 ) -> None:
     devs = dict(dev_at)
     parts = []
@@ -540,13 +543,36 @@ def test_uniform_runs_match_reference(
         payload,
         count=n,
         base_offset=1234,
-        attributes=codec,
+        attributes=codec | (0x08 if log_append else 0),
         base_timestamp=TS,
+        max_timestamp=TS + 777,
         last_offset_delta=expected_lod,
     )
     (batch,) = iter_batches(data)
-    assert simple(batch) == decode_records(raw, n, 1234, TS)
+    if not log_append:
+        assert simple(batch) == decode_records(raw, n, 1234, TS)
     assert batch.records(lambda *a: a) == batch.records()
+    # Runs handed out whole (the Spark source's path) hold the same records, and cut
+    # anywhere they still do.
+    pieces = batch.records(None, True)
+    assert expand_runs(pieces) == batch.records()
+    if n >= 2 * MIN_RUN and not devs:
+        assert any(type(p) is Run for p in pieces)
+    for at in (1234 + first_delta + 1, 1234 + first_delta + n // 2, 1234 + expected_lod):
+        assert expand_runs(pieces_from(pieces, at)) == [r for r in batch.records() if r[0] >= at]
+
+
+def expand_runs(pieces: list[Any]) -> list[Any]:
+    """Record tuples and runs (``records(None, True)``) as record tuples."""
+    out: list[Any] = []
+    for p in pieces:
+        if type(p) is Run:
+            assert p.records > 0 and p.last == p.first + p.records - 1
+            out.extend(p.tuples())
+        else:
+            out.append(p)
+    assert count_records(pieces) == len(out)
+    return out
 
 
 def test_large_uniform_batch_matches_reference() -> None:

@@ -132,6 +132,7 @@ class Fetcher:
         self.raise_pending_errors = out.raise_pending_errors
         self.has_sticky_error = out.has_sticky_error
         self.has_buffered = out.has_buffered
+        self.hand_out_runs = out.hand_out_runs
         self.list_offsets = self._lookups.list_offsets
         self.list_offsets_from = self._lookups.list_offsets_from
         self._task: asyncio.Task[None] | None = None

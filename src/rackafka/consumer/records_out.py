@@ -19,6 +19,7 @@ from rackafka.client import KafkaClient
 from rackafka.consumer.fetch_state import Buffered, FetchState
 from rackafka.errors import KafkaError, RecordDeserializationError
 from rackafka.records import CONTROL_ABORT
+from rackafka.records._columns import count_records, pieces_from
 from rackafka.structs import ConsumerRecord, TopicPartition
 from rackafka.subscription import PartitionState
 
@@ -59,6 +60,17 @@ class RecordsOut:
         )
         #: The sticky error raised last (see :meth:`raise_pending_errors`).
         self._last_raised: BaseException | None = None
+        self._runs = False
+        #: Whether a run was handed out yet (until then, every piece is one record).
+        self._saw_runs = False
+
+    def hand_out_runs(self) -> None:
+        """Internal, for bulk readers of record tuples (the Spark source): runs of
+        same-layout records are handed out as one :class:`~rackafka.records._columns.Run`
+        each, among the tuples of the other records (``getone`` is not for them)."""
+        if not self._record_tuples:
+            raise ValueError("runs are handed out only with record_tuples=True")
+        self._runs = True
 
     def has_buffered(self, partitions: set[TopicPartition] | None = None) -> bool:
         if not self._buffered:
@@ -227,8 +239,10 @@ class RecordsOut:
                     out[tp] = taken
                 else:
                     existing.extend(taken)
-                budget -= len(taken)
-                buf.counters.records += len(taken)
+                # With runs, the budget is in records: one buffer's runs may pass it.
+                n = count_records(taken) if self._saw_runs else len(taken)
+                budget -= n
+                buf.counters.records += n
             if (
                 buffered
                 and buffered[0] is buf
@@ -297,7 +311,13 @@ class RecordsOut:
                 if _skip_batch(buf, batch):
                     position = next_offset
                     continue
-                records = batch.records(self._factory(buf))
+                if self._runs and batch.magic == 2:
+                    records = batch.records(None, True)
+                    if len(records) != batch.record_count:  # a run holds 16 or more
+                        self._saw_runs = True
+                    records = pieces_from(records, position)
+                else:
+                    records = batch.records(self._factory(buf))
             except Exception as exc:
                 self._failed_batch(buf, batch, position, exc)
                 continue

@@ -13,12 +13,22 @@ from __future__ import annotations
 
 import re
 import struct
+from collections.abc import Sequence
 from itertools import repeat
-from typing import Any
+from typing import Any, NamedTuple
 
 from rackafka.records._varint import ZIGZAG1, read_varint
 
-__all__ = ["EMPTY", "MIN_RECORD_SIZE", "MIN_RUN", "decode_run"]
+__all__ = [
+    "EMPTY",
+    "MIN_RECORD_SIZE",
+    "MIN_RUN",
+    "Run",
+    "count_records",
+    "decode_run",
+    "pieces_from",
+    "runs_in",
+]
 
 #: The shared empty headers tuple.
 EMPTY: tuple[()] = ()
@@ -35,9 +45,89 @@ _OD_BYTE0 = {
     0: bytes((2 * i) & 0x7F for i in range(64)),
     0x80: bytes(((2 * i) & 0x7F) | 0x80 for i in range(64)),
 }
-_NO_RUN: tuple[int, int, tuple[Any, ...]] = (0, 0, ())
+_NO_RUN: tuple[int, int, Any] = (0, 0, ())
 _BLOCK = 64  # records per struct format in _column
 _BLOCK_STRUCTS: dict[tuple[int, int, int], struct.Struct] = {}
+
+
+class Run(NamedTuple):
+    """A checked run of same-layout records, not cut into values: where each value is.
+
+    Record ``i`` (from 0) has offset ``first + i``; it starts at ``start + i * size`` of
+    ``buf``, and its key (value) is the ``key_size`` (``value_size``) bytes at
+    ``key_at`` (``value_at``) from there, ``None`` for a size of -1. Its timestamp is
+    ``ts_base`` plus the zig-zag one-byte varint ``ts_deltas[i]`` (``ts_deltas`` is
+    ``None`` when every record has ``ts_base``). No record has headers. Item 0 is the
+    offset of the last record, as the offset of a record tuple is.
+    """
+
+    last: int
+    first: int
+    records: int
+    buf: bytes
+    start: int
+    size: int
+    key_at: int
+    key_size: int
+    value_at: int
+    value_size: int
+    ts_base: int
+    ts_deltas: bytes | None
+    timestamp_type: int
+
+    def from_offset(self, offset: int) -> Run:
+        """The records of the run from ``offset`` on (``first <= offset <= last``)."""
+        k = offset - self.first
+        if k <= 0:
+            return self
+        deltas = self.ts_deltas
+        return self._replace(
+            first=offset,
+            records=self.records - k,
+            start=self.start + k * self.size,
+            ts_deltas=None if deltas is None else deltas[k:],
+        )
+
+    def before_offset(self, offset: int) -> Run:
+        """The records of the run before ``offset`` (``first < offset <= last + 1``)."""
+        keep = offset - self.first
+        if keep >= self.records:
+            return self
+        deltas = self.ts_deltas
+        return self._replace(
+            last=offset - 1, records=keep, ts_deltas=None if deltas is None else deltas[:keep]
+        )
+
+    def tuples(self) -> list[tuple[Any, ...]]:
+        """The record tuples of the run (as :meth:`RecordBatch.records` gives them)."""
+        buf = self.buf
+        m = self.records
+        starts = range(self.start, self.start + m * self.size, self.size)
+        columns: list[Any] = []
+        for at, size in ((self.key_at, self.key_size), (self.value_at, self.value_size)):
+            if size < 0:
+                columns.append(repeat(None, m))
+            else:
+                columns.append([buf[s + at : s + at + size] for s in starts])
+        deltas = self.ts_deltas
+        timestamps: Any = (
+            repeat(self.ts_base, m)
+            if deltas is None
+            else map(self.ts_base.__add__, map(ZIGZAG1.__getitem__, deltas))
+        )
+        return list(
+            zip(
+                range(self.first, self.first + m),
+                timestamps,
+                repeat(self.timestamp_type, m),
+                columns[0],
+                columns[1],
+                repeat(None, m),
+                repeat(self.key_size, m),
+                repeat(self.value_size, m),
+                repeat(EMPTY, m),
+            )
+        )
 
 
 def decode_run(
@@ -49,12 +139,14 @@ def decode_run(
     base_ts: int,
     tt: int,
     lat: int | None,
-) -> tuple[int, int, tuple[Any, ...]]:
+    cut: bool = True,
+) -> tuple[int, int, Any]:
     """Decode a run of same-layout records at ``start`` with column operations.
 
     Return ``(number of records, new position, columns)`` where the columns are iterables
     of the nine record values; ``(0, 0, ())`` when there is no run of at least
     :data:`MIN_RUN` records (the scalar loop then takes over, and raises the errors).
+    With ``cut=False``, the third item is a :class:`Run` (the run checked, no value cut).
     """
     # Layout of the first record.
     length, p = read_varint(buf, start)
@@ -119,6 +211,29 @@ def decode_run(
 
     stop = start + m * size
     first = base_offset + od0
+    if not cut:
+        if lat is not None:
+            ts_base, deltas = lat, None
+        elif ts_column.count(ts_column[:1]) == m:
+            ts_base, deltas = base_ts + ZIGZAG1[ts_column[0]], None
+        else:
+            ts_base, deltas = base_ts, ts_column
+        run = Run(
+            first + m - 1,
+            first,
+            m,
+            buf,
+            start,
+            size,
+            key_pos - start,
+            key_size,
+            value_pos - start,
+            value_size,
+            ts_base,
+            deltas,
+            tt,
+        )
+        return m, stop, run
     offsets = range(first, first + m)
     if lat is not None:
         timestamps: Any = repeat(lat, m)
@@ -244,3 +359,33 @@ def _common_prefix(a: bytes, b: bytes) -> int:
         else:
             hi = mid - 1
     return lo
+
+
+def pieces_from(pieces: list[Any], offset: int) -> list[Any]:
+    """The records of ``pieces`` (record tuples and :class:`Run` s, in offset order) from
+    ``offset`` on: a run that starts before it is cut."""
+    if not pieces:
+        return pieces
+    head = pieces[0]
+    if (head.first if type(head) is Run else head[0]) >= offset:
+        return pieces
+    i = 0
+    while i < len(pieces) and pieces[i][0] < offset:
+        i += 1
+    rest = pieces[i:]
+    if rest and type(rest[0]) is Run:
+        rest[0] = rest[0].from_offset(offset)
+    return rest
+
+
+def count_records(pieces: Sequence[Any]) -> int:
+    """The number of records in ``pieces`` (record tuples and :class:`Run` s)."""
+    if not runs_in(pieces):  # record tuples only: no Python loop
+        return len(pieces)
+    return sum([p.records if type(p) is Run else 1 for p in pieces])
+
+
+def runs_in(pieces: Sequence[Any]) -> int:
+    """The number of :class:`Run` s among ``pieces`` (and record tuples), without a
+    Python loop: a record tuple has 9 items, a run 13."""
+    return (sum(map(len, pieces)) - 9 * len(pieces)) // (len(Run._fields) - 9)

@@ -285,7 +285,7 @@ class RecordBatch:
             where = _where(self.topic, self.partition, self.base_offset)
             raise RecordTooLargeError(f"{where}: {exc.args[0]}") from None
 
-    def records(self, factory: RecordFactory | None = None) -> list[Any]:
+    def records(self, factory: RecordFactory | None = None, runs: bool = False) -> list[Any]:
         """Decode the records of the batch.
 
         Each record is given as the nine values ``(offset, timestamp, timestamp_type, key,
@@ -302,6 +302,10 @@ class RecordBatch:
                 ``functools.partial(ConsumerRecord, topic, partition)`` (with
                 :class:`rackafka.structs.ConsumerRecord`) builds consumer records
                 without an intermediate object, faster than any other factory.
+            runs: internal, for bulk readers (with no ``factory``): runs of records of
+                the same layout come as one :class:`~rackafka.records._columns.Run`
+                each (checked as fully, not cut into values), among the tuples of
+                the other records.
 
         Raises:
             CorruptRecordException: a record is invalid, or the compressed data is.
@@ -345,6 +349,7 @@ class RecordBatch:
                 factory,
                 self.last_offset,
                 tp,
+                runs,
             )
         except _Corrupt as exc:
             raise self._error(exc.args[0]) from None
@@ -395,11 +400,13 @@ def _decode(
     factory: RecordFactory | None,
     last_offset: int,
     tp: tuple[str, int] | None = None,
+    runs: bool = False,
 ) -> list[Any]:
     """Decode ``count`` records in ``buf[pos:end]``; they must fill it exactly.
 
     With ``tp``, ``factory`` is ``partial(ConsumerRecord, *tp)`` and the scalar loop
-    builds the records itself.
+    builds the records itself. With ``runs``, a run of same-layout records is one
+    :class:`~rackafka.records._columns.Run` in the list (``factory`` is ``None``).
 
     Record offsets must increase strictly, from ``base_offset`` to at most
     ``last_offset`` (the batch header's last offset delta): a batch that says otherwise
@@ -417,17 +424,19 @@ def _decode(
         if remaining >= MIN_RUN:
             try:
                 done, stop, columns = decode_run(
-                    buf, pos, end, remaining, base_offset, base_ts, tt, lat
+                    buf, pos, end, remaining, base_offset, base_ts, tt, lat, not runs
                 )
             except parse_errors:
                 raise _past_end(count) from None
             if done:
-                first = columns[0][0]
+                first = columns.first if runs else columns[0][0]
                 if first <= prev:
                     raise _backwards(first, prev)
                 prev = first + done - 1
                 pos = stop
-                if factory is None:
+                if runs:
+                    out.append(columns)
+                elif factory is None:
                     out.extend(zip(*columns))
                 else:
                     out.extend(map(factory, *columns))

@@ -10,7 +10,6 @@ closest replica, and reports the bytes it read per broker rack.
 from __future__ import annotations
 
 import asyncio
-import bisect
 import gc
 import json
 import logging
@@ -25,6 +24,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from rackafka.errors import KafkaError, KafkaTimeoutError, OffsetOutOfRangeError
+from rackafka.spark._runs import cut_pieces, pieces_to_arrow
 from rackafka.spark.options import (
     CLIENT_RACK_ENV,
     EARLIEST,
@@ -438,7 +438,8 @@ def _next_batch(
 ) -> tuple[pa.RecordBatch | None, bool]:
     """The next records of the ranges as an Arrow batch (``None``: no record came), and
     whether ``getmany`` returned anything. The records exist only inside this call."""
-    # record_tuples=True: the records are plain tuples, offset first.
+    # record_tuples=True and runs (see _open): the records are plain tuples, offset
+    # first, and runs of same-layout records, offset of the last first.
     got: dict[TopicPartition, list[Any]] = run(
         consumer.getmany(*todo, timeout_ms=_WAIT_MS, max_records=_MAX_BATCH_RECORDS)
     )
@@ -449,18 +450,20 @@ def _next_batch(
         if got_range is None or not records:
             continue
         if records[-1][0] >= got_range.end:
-            cut = bisect.bisect_left(records, got_range.end, key=_get_offset)
-            records = records[:cut]
+            records = cut_pieces(records, got_range.end)
             got_range.position = got_range.end
         else:
             got_range.position = records[-1][0] + 1
         got_range.progress_at = now
         if records:
-            report.records += len(records)
             parts.append((tp.topic, tp.partition, records))
         if got_range.position >= got_range.end:
             _finish(consumer, todo, tp)
-    return (parts_to_arrow(parts, schema) if parts else None), bool(got)
+    if not parts:
+        return None, bool(got)
+    batch = pieces_to_arrow(parts, schema, parts_to_arrow)
+    report.records += batch.num_rows
+    return batch, bool(got)
 
 
 class _Collector:
@@ -563,6 +566,8 @@ def _finish(consumer: Any, todo: dict[TopicPartition, _Range], tp: TopicPartitio
 async def _open(consumer: Any, todo: dict[TopicPartition, _Range]) -> None:
     """Start ``consumer`` on the ranges and set their start positions."""
     await consumer.start()
+    # Runs of same-layout records come whole, to be cut into Arrow columns in bulk.
+    consumer._fetcher.hand_out_runs()
     consumer.assign(list(todo))
     for tp, r in todo.items():
         if r.position == EARLIEST:
