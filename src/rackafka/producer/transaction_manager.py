@@ -176,7 +176,13 @@ class TransactionManager:
         if self._adding is not None and not self._adding.done():
             return
         self._adding = asyncio.get_running_loop().create_task(self._add(set(tps)))
-        self._adding.add_done_callback(lambda _t: wakeup())
+
+        def added(task: asyncio.Task[None]) -> None:
+            if not task.cancelled():
+                task.exception()  # kept in self.error, raised by the producer's next call
+            wakeup()
+
+        self._adding.add_done_callback(added)
 
     async def _add(self, tps: set[TopicPartition]) -> None:
         topics: dict[str, list[int]] = {}
