@@ -100,12 +100,14 @@ async def test_find_coordinator_retries_by_the_retry_policy() -> None:
 async def test_metadata_refreshes_in_a_row_wait_longer_by_the_retry_policy() -> None:
     async with FakeBroker() as broker:
         client = KafkaClient(broker.bootstrap_servers)
-        policy = client.retry_policy = RecordingPolicy(5, 20)
+        # Pauses long enough that each refresh is asked within the last one's pause even
+        # on a slow, busy machine (with 5 ms pauses a CI run missed one).
+        policy = client.retry_policy = RecordingPolicy(100, 400)
         try:
             await client.bootstrap_cluster()
             for _ in range(4):
                 await client.refresh_metadata()  # each asked within the last one's pause
             assert policy.attempts() == [0, 1, 2, 3]
-            assert [wait for _attempt, wait in policy.waits] == [0.005, 0.01, 0.02, 0.02]
+            assert [wait for _attempt, wait in policy.waits] == [0.1, 0.2, 0.4, 0.4]
         finally:
             await client.close()
