@@ -130,6 +130,15 @@ class Run(NamedTuple):
         )
 
 
+def _bytes_field(buf: bytes, pos: int) -> tuple[int, int, int] | None:
+    """A record's key or value at ``pos``: ``(size, where its bytes start, the position
+    after them)``, the size -1 for null; ``None`` for a negative size other than -1."""
+    size, start = read_varint(buf, pos)
+    if size < -1:
+        return None
+    return size, start, start + size if size > 0 else start
+
+
 def decode_run(
     buf: bytes,
     start: int,
@@ -167,19 +176,15 @@ def decode_run(
     if od0 < 0 or od_bytes > 3:
         return _NO_RUN
     key_len_pos = p
-    key_size, p = read_varint(buf, p)
-    key_pos = p
-    if key_size < -1:
+    key_field = _bytes_field(buf, p)
+    if key_field is None:
         return _NO_RUN
-    if key_size > 0:
-        p += key_size
+    key_size, key_pos, p = key_field
     value_len_pos = p
-    value_size, p = read_varint(buf, p)
-    value_pos = p
-    if value_size < -1:
+    value_field = _bytes_field(buf, p)
+    if value_field is None:
         return _NO_RUN
-    if value_size > 0:
-        p += value_size
+    value_size, value_pos, p = value_field
     if p + 1 != nxt or buf[p] != 0:
         return _NO_RUN
 

@@ -28,12 +28,6 @@ __all__ = ["MAX_RAISE", "pause", "resume"]
 #: The most the young generation's threshold is raised above the application's.
 MAX_RAISE = 200_000
 
-_isenabled = gc.isenabled
-_disable = gc.disable
-_enable = gc.enable
-_get_count = gc.get_count
-_get_threshold = gc.get_threshold
-_set_threshold = gc.set_threshold
 #: The application's young-generation threshold while a raised one of ours is in force.
 _base: int | None = None
 #: The threshold set by :func:`resume`.
@@ -42,8 +36,8 @@ _raised = -1
 
 def pause() -> bool:
     """Stop the collector for a decoding; ``True`` if it ran (then call :func:`resume`)."""
-    if _isenabled():
-        _disable()
+    if gc.isenabled():
+        gc.disable()
         return True
     return False
 
@@ -51,26 +45,26 @@ def pause() -> bool:
 def resume() -> None:
     """Start the collector again after a decoding, the objects counted so far not counting."""
     global _base, _raised
-    t0, t1, t2 = _get_threshold()
+    t0, t1, t2 = gc.get_threshold()
     base = _base if _base is not None and t0 == _raised else t0
     if base > 0:
-        raised = base + min(_get_count()[0], MAX_RAISE)
+        raised = base + min(gc.get_count()[0], MAX_RAISE)
         if raised != t0:
-            _set_threshold(raised, t1, t2)
+            gc.set_threshold(raised, t1, t2)
         _base = base
         _raised = raised
     else:
         _base = None
-    _enable()
+    gc.enable()
 
 
 def _restore(phase: str, _info: dict[str, Any]) -> None:
     """After a collection, the application's threshold again."""
     global _base
     if phase == "stop" and _base is not None:
-        t0, t1, t2 = _get_threshold()
+        t0, t1, t2 = gc.get_threshold()
         if t0 == _raised:
-            _set_threshold(_base, t1, t2)
+            gc.set_threshold(_base, t1, t2)
         _base = None
 
 
