@@ -267,6 +267,62 @@ async def test_static_member_restarts_without_rebalance_and_is_fenced(
                 await m.stop()
 
 
+async def test_static_member_that_stops_polling_keeps_its_place(kafka: KafkaCluster) -> None:
+    """KIP-345 on ``max_poll_interval_ms``, as Java's consumer: a static member that stops
+    polling gives its partitions up but sends no LeaveGroup, so the group does not
+    rebalance; when it polls again it takes its partitions back under its instance id."""
+    partitions = 4
+    topic = unique("static-mp")
+    group = unique("g-static-mp")
+    kafka.create_topic(topic, partitions, 3)
+    heartbeat_ms = 300
+    moves = Moves()
+
+    def static(instance: str, **kw: Any) -> AIOKafkaConsumer:
+        return member(
+            kafka, group, group_instance_id=instance, session_timeout_ms=30000,
+            heartbeat_interval_ms=heartbeat_ms, partition_assignment_strategy="range", **kw
+        )  # fmt: skip
+
+    a = static(f"a-{uuid.uuid4().hex[:6]}", max_poll_interval_ms=4000)
+    b = static(f"b-{uuid.uuid4().hex[:6]}")
+    try:
+        a.subscribe([topic], listener=moves)
+        b.subscribe([topic])
+        await asyncio.gather(a.start(), b.start())
+
+        async def poll_until_split() -> None:
+            while not split_among([a, b], partitions, 2)():
+                await a.getmany(timeout_ms=100)
+
+        await asyncio.wait_for(poll_until_split(), PATIENCE)
+        before_a = owned(a)[0]
+        generation = b._coordinator.state.generation_id
+        rebalances = b._coordinator.rebalances
+        # a stops polling: after max_poll_interval_ms it revokes its partitions and forgets
+        # its member id, without a LeaveGroup
+        await wait_for(lambda: ("revoked", before_a) in moves.calls, "a to give its partitions up")
+        await wait_for(lambda: a._coordinator.state.member_id == "", "a to forget its member id")
+        assert owned(a)[0] == set()
+        # b heartbeats several times meanwhile: a LeaveGroup would have started a rebalance
+        await asyncio.sleep(5 * heartbeat_ms / 1000)
+        assert b._coordinator.rebalances == rebalances
+        assert b._coordinator.state.generation_id == generation
+        assert owned(b)[0] == set(TopicPartition(topic, p) for p in range(partitions)) - before_a
+
+        async def poll_until_back() -> None:
+            while owned(a)[0] != before_a:
+                await a.getmany(timeout_ms=100)
+
+        await asyncio.wait_for(poll_until_back(), PATIENCE)
+        await asyncio.sleep(5 * heartbeat_ms / 1000)
+        assert b._coordinator.rebalances == rebalances
+        assert b._coordinator.state.generation_id == generation
+    finally:
+        for m in (a, b):
+            await m.stop()
+
+
 async def test_kip848_static_member_restarts_and_a_duplicate_is_refused(
     kafka: KafkaCluster,
 ) -> None:

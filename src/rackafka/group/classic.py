@@ -131,7 +131,13 @@ class ClassicProtocol:
         owned = self._session.subs.assigned()
         if owned:
             await self._listeners.revoke(owned)  # commits (auto commit), tells the listener
-        await self.leave()
+        if self.sends_leave:
+            await self.leave()
+        else:
+            # As Java's consumer: a static member sends no LeaveGroup (its place is kept
+            # until its session times out) and forgets its member id; when the
+            # application polls again it joins with its instance id and takes it back.
+            self._session.state = GroupState()
 
     # -- a rebalance -----------------------------------------------------------------------
 

@@ -354,10 +354,13 @@ class GroupCoordinator:
                 now = time.monotonic()
                 if now - self._last_poll > self._max_poll_interval:
                     log.warning(
-                        "group %s: no poll for %.1f s (max_poll_interval_ms); leaving the "
-                        "group so that its partitions go to live members",
+                        "group %s: no poll for %.1f s (max_poll_interval_ms); %s",
                         self.group_id,
                         now - self._last_poll,
+                        "leaving the group so that its partitions go to live members"
+                        if protocol.sends_leave
+                        else "giving the partitions up (a static member keeps its place "
+                        "until its session times out)",
                     )
                     self._poll_timed_out = True
                     session.need_rejoin = True
