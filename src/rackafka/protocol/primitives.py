@@ -146,7 +146,9 @@ def _take(buf: bytes, pos: int, n: int) -> tuple[bytes, int]:
         raise KafkaProtocolError(
             f"field of {n} bytes at offset {pos} runs past the end of a {len(buf)}-byte buffer"
         )
-    return bytes(buf[pos:end]), end
+    if type(buf) is bytes:
+        return buf[pos:end], end
+    return bytes(memoryview(buf)[pos:end]), end  # one copy (a bytearray slice is one)
 
 
 def read_length(buf: bytes, pos: int, compact: bool) -> tuple[int, int]:

@@ -143,7 +143,10 @@ class _ResponsePartition(Struct):
                     end = at + n
                     if end > len(buf):
                         return read(buf, pos)
-                    records: bytes | None = bytes(buf[at:end])
+                    # One copy: a bytearray's slice would be a copy copied again.
+                    records: bytes | None = (
+                        buf[at:end] if type(buf) is bytes else bytes(memoryview(buf)[at:end])
+                    )
                     at = end
                 elif n == -1:
                     records = None
