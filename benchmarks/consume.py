@@ -152,6 +152,19 @@ def result_name(engine: str) -> str:
     return "consume" if engine == "mock" else f"consume-{engine}"
 
 
+def rackafka_origin() -> str:
+    """Which rackafka the benchmark measures: ``"rackafka <version> from <dir>"``, with a
+    warning when it is not this checkout's ``src`` (a venv installed from another
+    checkout measures that one; set ``PYTHONPATH=src`` to measure this one)."""
+    import rackafka
+
+    where = Path(rackafka.__file__).resolve().parent
+    text = f"rackafka {rackafka.__version__} from {where}"
+    if where != Path(__file__).resolve().parents[1] / "src" / "rackafka":
+        text += " (NOT this checkout's src)"
+    return text
+
+
 def load_average() -> str:
     """``os.getloadavg()`` as ``"1.00 0.80 0.50"`` (1, 5, 15 minutes)."""
     try:
@@ -982,7 +995,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"the cluster needs rackafka[testing]: {exc}") from None
 
     load_before = load_average()
-    log(f"engine {args.engine}; load average {load_before}")
+    log(f"engine {args.engine}; {rackafka_origin()}; load average {load_before}")
     started = time.monotonic()
     raw: dict[str, list[dict[str, Any]]] = {}
     skipped: dict[str, dict[str, Any]] = {}

@@ -107,7 +107,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from consume import ENGINES, load_average, open_cluster  # noqa: E402
+from consume import ENGINES, load_average, open_cluster, rackafka_origin  # noqa: E402
 
 RESULTS = HERE / "results"
 CLIENTS = (
@@ -530,7 +530,7 @@ def main(argv: list[str] | None = None) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         out_file.write_text(json.dumps(results, indent=2))
 
-    print(f"# engine {args.engine}; load average {load_average()}", flush=True)
+    print(f"# engine {args.engine}; {rackafka_origin()}; load average {load_average()}", flush=True)
     with open_cluster(args.engine) as cluster:
         if "throughput" in suites:
             for ds in args.datasets.split(","):
