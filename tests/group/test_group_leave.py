@@ -216,69 +216,45 @@ async def test_stop_right_after_unsubscribe_commits_the_positions(
             assert await check.committed(tp) == 20
 
 
-async def test_static_member_unsubscribes_without_leave_group(
-    embedded_cluster: EmbeddedCluster,
+@pytest.mark.parametrize("how", ["unsubscribe", "no poll"])
+async def test_static_member_gives_partitions_up_without_leave_group(
+    embedded_cluster: EmbeddedCluster, how: str
 ) -> None:
-    # As Kafka's Java consumer: a static member (group_instance_id) revokes its partitions
-    # and resets its membership, but sends no LeaveGroup (its place is kept until the
-    # session times out).
+    # As Kafka's Java consumer: a static member (group_instance_id) that unsubscribes, or
+    # does not poll for max_poll_interval_ms, revokes its partitions and resets its
+    # membership, but sends no LeaveGroup (its place is kept until the session times
+    # out; a dynamic member leaves: test_member_that_stops_polling_leaves_and_rejoins).
+    # It joins again, with its instance id, when it subscribes again or polls again.
     c = embedded_cluster
-    c.create_topic("st", partitions=2, replication_factor=3)
-    consumer = group_consumer(c, "g-st", group_instance_id="static-1")
+    name = "st-" + how.replace(" ", "-")
+    c.create_topic(name, partitions=2, replication_factor=3)
+    consumer = group_consumer(
+        c, "g-" + name, group_instance_id="static-" + name, max_poll_interval_ms=1000
+    )
     listener = SyncListener()
-    consumer.subscribe(["st"], listener=listener)
+    consumer.subscribe([name], listener=listener)
     poller = Poller(consumer)
     try:
         await consumer.start()
         poller.start()
         await wait_until(lambda: len(consumer.assignment()) == 2, 15, "the assignment")
         c.start_request_tracking()
-        consumer.unsubscribe()
-        await wait_until(lambda: listener.rec.kinds() == ["assigned", "revoked"], 5, "revoke")
+        if how == "unsubscribe":
+            consumer.unsubscribe()
+        else:
+            await poller.stop()  # no poll from here
+        await wait_until(lambda: listener.rec.kinds() == ["assigned", "revoked"], 10, "revoke")
         await wait_until(lambda: coordinator(consumer).state.member_id == "", 5, "the reset")
         revoked = listener.rec.calls[1].end
         await asyncio.sleep(1.0)
         assert not c.requests("LeaveGroup")
         assert after(c, "Heartbeat", revoked + 0.2) == 0
         assert consumer.assignment() == set()
-        assert listener.rec.calls[1].tps == tps("st", range(2))
-        consumer.subscribe(["st"], listener=listener)
-        await wait_until(lambda: len(consumer.assignment()) == 2, 15, "the assignment again")
-    finally:
-        await stop_all(poller, consumer)
-    assert not poller.errors
-    assert listener.rec.kinds() == ["assigned", "revoked", "assigned"]
-
-
-async def test_static_member_that_stops_polling_sends_no_leave_group(
-    embedded_cluster: EmbeddedCluster,
-) -> None:
-    # As Kafka's Java consumer on max_poll_interval_ms: a dynamic member leaves the group
-    # (test_member_that_stops_polling_leaves_and_rejoins); a static member gives its
-    # partitions up and forgets its member id, but sends no LeaveGroup (its place waits
-    # until its session times out), and joins again with its instance id once polled.
-    c = embedded_cluster
-    c.create_topic("st-mp", partitions=2, replication_factor=3)
-    consumer = group_consumer(
-        c, "g-st-mp", group_instance_id="static-mp", max_poll_interval_ms=1000
-    )
-    listener = SyncListener()
-    consumer.subscribe(["st-mp"], listener=listener)
-    poller = Poller(consumer)
-    try:
-        await consumer.start()
-        poller.start()
-        await wait_until(lambda: len(consumer.assignment()) == 2, 15, "the assignment")
-        c.start_request_tracking()
-        await poller.stop()  # no poll from here
-        await wait_until(lambda: listener.rec.kinds() == ["assigned", "revoked"], 10, "revoke")
-        await wait_until(lambda: coordinator(consumer).state.member_id == "", 5, "the reset")
-        revoked = listener.rec.calls[1].end
-        await asyncio.sleep(1.0)
-        assert not c.requests("LeaveGroup")
-        assert after(c, "Heartbeat", revoked + 0.2) == 0  # out until the next poll
-        assert consumer.assignment() == set()
-        poller.start()  # polls again: joins again with its instance id
+        assert listener.rec.calls[1].tps == tps(name, range(2))
+        if how == "unsubscribe":
+            consumer.subscribe([name], listener=listener)
+        else:
+            poller.start()
         await wait_until(lambda: len(consumer.assignment()) == 2, 15, "the assignment again")
         assert coordinator(consumer).state.member_id
         assert not c.requests("LeaveGroup")
