@@ -35,6 +35,20 @@ _TABLE_SIZE = VARINT_TABLE_SIZE
 #: joined with the record's other fields first (two copies).
 _LARGE_VALUE = 1024
 _new_tuple = tuple.__new__
+#: Varints of lengths past the lookup table (large values and their records), kept as
+#: they are met (sizes repeat) up to :data:`_LONG_VARINTS_MAX` of them: a dict lookup
+#: instead of an encoding per record.
+_LONG_VARINTS: dict[int, bytes] = {}
+_LONG_VARINTS_MAX = 1024
+
+
+def _long_varint(n: int) -> bytes:
+    """The varint of ``n`` (past the lookup table), kept for the next record while
+    :data:`_LONG_VARINTS` has room."""
+    encoded = encode_varint(n)
+    if len(_LONG_VARINTS) < _LONG_VARINTS_MAX:
+        _LONG_VARINTS[n] = encoded
+    return encoded
 
 
 def _nothing() -> None:
@@ -156,7 +170,7 @@ class ProducerBatch:
                 if n < _LARGE_VALUE:
                     vvlen = varints[n]
                 else:
-                    vvlen = encode_varint(n)
+                    vvlen = _LONG_VARINTS.get(n) or _long_varint(n)
                     large, value, tail, headers = value, None, headers, b""
             record = b"".join(
                 (
@@ -173,7 +187,10 @@ class ProducerBatch:
             body = len(record)
             if large is not None:
                 body += n + len(tail)
-            vbody = varints[body] if body < _TABLE_SIZE else encode_varint(body)
+            if body < _TABLE_SIZE:
+                vbody = varints[body]
+            else:
+                vbody = _LONG_VARINTS.get(body) or _long_varint(body)
             size = self.size + len(vbody) + body
             if count and size > self.limit:
                 self.closed = True
