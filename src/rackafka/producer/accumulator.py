@@ -433,14 +433,24 @@ class Accumulator:
         return fut
 
     async def add_batch(
-        self, tp: TopicPartition, batch: ProducerBatch, timeout: float
+        self, tp: TopicPartition, batch: ProducerBatch, timeout: float, *, eager: bool = False
     ) -> asyncio.Future[RecordMetadata]:
-        """Queue a whole batch (``send_batch``); the future of the batch."""
+        """Queue a whole batch (``send_batch``); the future of the batch.
+
+        ``eager`` (a batch about as large as a request): when ``tp``'s queue is empty,
+        the sender runs first, so that the batches queued before go out while the
+        caller fills the next one (without it the caller runs until a queue is full,
+        and the network waits).
+        """
         if self.error is not None:
             raise self.error
         dq = self.batches.get(tp)
         if dq is None:
             dq = self.batches[tp] = collections.deque()
+        if eager and not dq:
+            await asyncio.sleep(0)
+            if self.error is not None:
+                raise self.error
         open_batch = self.open_batch(tp)
         if open_batch is not None:
             self._close(open_batch)
