@@ -15,6 +15,7 @@ from itertools import repeat
 from typing import Any
 
 from rackafka.errors import KafkaTimeoutError
+from rackafka.records import _gc
 from rackafka.records._varint import encode_varint
 from rackafka.records.builder import (  # _VARINTS: the list varint_table() fills
     _VARINTS,
@@ -49,6 +50,22 @@ def _long_varint(n: int) -> bytes:
     if len(_LONG_VARINTS) < _LONG_VARINTS_MAX:
         _LONG_VARINTS[n] = encoded
     return encoded
+
+
+#: Records appended between two deferrals of the young collection (a power of 2, less 1).
+_DEFER_EVERY = 0x3F
+
+
+def _defer_collection() -> None:
+    """The objects counted by the cyclic collector since its last collection (the pending
+    futures of the records sent, mostly) do not count towards the next young collection:
+    alive until their batch is acknowledged, a young collection would only walk them and
+    move them to an older generation, to be walked again there (and again by the full
+    collections that a growing older generation triggers).  Bounded as the consumer's
+    (:mod:`rackafka.records._gc`): at most ``MAX_RAISE`` allocations more, undone by the
+    next collection; a disabled collector is left alone."""
+    if _gc.pause():
+        _gc.resume()
 
 
 def _nothing() -> None:
@@ -283,9 +300,16 @@ class ProducerBatch:
                 repeat(lso),
             ),
         )
-        for fut, meta in zip(futures, metadata):
-            if not fut.done():
-                fut.set_result(meta)
+        # The metadata tuples and the futures' callbacks, made in bulk, do not count
+        # towards the next young collection (see _defer_collection).
+        paused = _gc.pause()
+        try:
+            for fut, meta in zip(futures, metadata):
+                if not fut.done():
+                    fut.set_result(meta)
+        finally:
+            if paused:
+                _gc.resume()
 
     def done_unacknowledged(self) -> None:
         """Complete every future with ``None``: sent with ``acks=0``, no offset is known
@@ -384,6 +408,8 @@ class Accumulator:
                 last.futures.append(fut)
                 if last.size >= self.max_batch_size:
                     self._close(last)
+                elif not last.count & _DEFER_EVERY:
+                    _defer_collection()
                 return fut
         return None
 
@@ -418,6 +444,7 @@ class Accumulator:
         await self._wait_room(dq, timeout)
         if self.error is not None:
             raise self.error
+        _defer_collection()
         batch = ProducerBatch(tp, self.max_batch_size, time.monotonic() + self.delivery_timeout)
         batch.try_append(timestamp, key, value, headers)
         fut = self._new_future()

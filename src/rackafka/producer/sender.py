@@ -434,7 +434,7 @@ class Sender:
                 conn = await self.client.connect(node)
                 version = conn.version(PRODUCE)
                 tail = None
-                last = request["topic_data"][-1]["partition_data"][-1]
+                last = next(reversed(topics.values()))[-1]  # the request's last partition
                 if len(last["records"]) >= WRITE_APART:
                     tail = _records_apart(last, PRODUCE.is_flexible(version))
                 fut = conn.send(
