@@ -17,7 +17,7 @@ from rackafka.records.builder import NO_HEADERS
 from rackafka.structs import TopicPartition
 from rackafka.testing import EmbeddedCluster
 
-from ._helpers import unique
+from ._helpers import started_producer
 from .conftest import MakeProducer
 
 
@@ -52,11 +52,9 @@ def collections() -> Iterator[list[int]]:
 async def test_records_waiting_for_their_batch_are_not_walked_by_young_collections(
     embedded_cluster: EmbeddedCluster, make_producer: MakeProducer, collections: list[int]
 ) -> None:
-    topic = unique("gc")
-    embedded_cluster.create_topic(topic, 3)
-    producer = make_producer(linger_ms=1000, max_batch_size=1_000_000)
-    await producer.start()
-    await producer.partitions_for(topic)
+    topic, producer = await started_producer(
+        embedded_cluster, make_producer, "gc", 3, linger_ms=1000, max_batch_size=1_000_000
+    )
     collections.clear()
     # 20,000 pending futures: without the deferral, a young collection every 700 of them.
     futures = [await producer.send(topic, b"v%d" % i) for i in range(20_000)]
@@ -93,10 +91,9 @@ async def test_a_completed_batch_sets_its_futures_without_a_young_collection(
 async def test_the_application_s_collector_settings_are_kept(
     embedded_cluster: EmbeddedCluster, make_producer: MakeProducer, collections: list[int]
 ) -> None:
-    topic = unique("gc-off")
-    embedded_cluster.create_topic(topic, 1)
-    producer = make_producer(linger_ms=50)
-    await producer.start()
+    topic, producer = await started_producer(
+        embedded_cluster, make_producer, "gc-off", 1, linger_ms=50
+    )
     gc.disable()
     futures = [await producer.send(topic, b"v%d" % i) for i in range(3000)]
     await asyncio.gather(*futures)

@@ -17,7 +17,7 @@ from rackafka.protocol import frames
 from rackafka.protocol.apis.produce import PRODUCE
 from rackafka.testing import EmbeddedCluster
 
-from ._helpers import read_rackafka, unique
+from ._helpers import full_batch, read_rackafka, started_producer, unique
 from .conftest import MakeProducer
 
 
@@ -117,18 +117,14 @@ async def test_a_large_batch_lets_the_sender_write_the_ones_queued_before(
     # send_batch() of a batch about as large as a request, to a partition with nothing
     # queued, first lets the sender take what is queued: the network works while the
     # caller fills the next batch (the caller does not run until the queues are full).
-    topic = unique("eager")
-    embedded_cluster.create_topic(topic, 3)
-    producer = make_producer(max_batch_size=1_000_000, max_request_size=1_048_576)
-    await producer.start()
-    await producer.partitions_for(topic)
+    topic, producer = await started_producer(
+        embedded_cluster, make_producer, "eager", 3, max_batch_size=1_000_000
+    )
     acc = producer._accumulator
     assert acc is not None
     futures = []
     for partition in range(3):
-        batch = producer.create_batch()
-        while batch.append(key=None, value=bytes(10_000), timestamp=None) is not None:
-            pass
+        batch = full_batch(producer)
         count = batch.record_count()
         futures.append(await producer.send_batch(batch, topic, partition=partition))
         # Every batch but the last one queued was taken by the sender already.
@@ -146,14 +142,10 @@ async def test_a_large_batch_lets_the_sender_write_the_ones_queued_before(
 async def test_a_send_batch_cancelled_while_the_sender_runs_queues_nothing(
     embedded_cluster: EmbeddedCluster, make_producer: MakeProducer
 ) -> None:
-    topic = unique("eager-cancel")
-    embedded_cluster.create_topic(topic, 1)
-    producer = make_producer(max_batch_size=1_000_000)
-    await producer.start()
-    await producer.partitions_for(topic)
-    batch = producer.create_batch()
-    while batch.append(key=None, value=bytes(10_000), timestamp=None) is not None:
-        pass
+    topic, producer = await started_producer(
+        embedded_cluster, make_producer, "eager-cancel", 1, max_batch_size=1_000_000
+    )
+    batch = full_batch(producer)
     task = asyncio.get_running_loop().create_task(producer.send_batch(batch, topic, partition=0))
     await asyncio.sleep(0)  # the task runs until it lets the sender run
     task.cancel()
