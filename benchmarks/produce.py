@@ -80,6 +80,11 @@ Usage::
 
     python benchmarks/produce.py [--engine mock|kafka] [--quick] [--repeat N]
         [--clients a,b] [--datasets x,y] [--suites throughput,latency,batch]
+        [--baseline OTHER_CHECKOUT/src]
+
+The clients take turns, run by run, so that a change of the machine's load falls on each of
+them. ``--baseline`` also runs each rackafka client with rackafka from another source tree
+(``<client>@base`` in the rows and the table): before and after a change in one run.
 
 Results: a table on stdout and ``benchmarks/results/produce.json``. A run updates that file
 row by row: a case it measures (engine, suite, dataset, acks, compression, linger and batch
