@@ -55,3 +55,41 @@ async def test_wrong_password_fails_start() -> None:
         finally:
             await producer.stop()
         assert USERS["alice"] not in str(info.value)
+
+
+async def test_large_batches_through_tls() -> None:
+    # A request's large last batch is written by itself after the rest of the frame: the
+    # TLS transport carries the pieces as one request too.
+    async with EmbeddedCluster(brokers=3, security_protocol="SASL_SSL", users=USERS) as c:
+        c.create_topic("secure-large", 1)
+        options = c.front.client_options("PLAIN")
+        producer: AIOKafkaProducer[Any, Any] = AIOKafkaProducer(
+            acks="all", max_batch_size=1_000_000, **options
+        )
+        values = [bytes([i]) * (4_000 + 30 * i) for i in range(200)]  # 2 batches < 1 MB
+        await producer.start()
+        try:
+            futures = []
+            for part in (values[:100], values[100:]):
+                batch = producer.create_batch()
+                for value in part:
+                    assert batch.append(key=None, value=value, timestamp=None) is not None
+                futures.append(await producer.send_batch(batch, "secure-large", partition=0))
+            assert [(await f).offset for f in futures] == [0, 100]
+        finally:
+            await producer.stop()
+        consumer: AIOKafkaConsumer[Any, Any] = AIOKafkaConsumer(
+            "secure-large", auto_offset_reset="earliest", **options
+        )
+        await consumer.start()
+        try:
+            got: list[bytes] = []
+            for _ in range(100):
+                for records in (await consumer.getmany(timeout_ms=200)).values():
+                    got.extend(r.value for r in records)
+                if len(got) >= 200:
+                    break
+        finally:
+            await consumer.stop()
+        assert got == values
+        assert c.front.stats.failures == 0
