@@ -10,6 +10,8 @@ from rackafka import AIOKafkaConsumer, AIOKafkaProducer
 from rackafka.errors import SaslAuthenticationFailed
 from rackafka.testing import EmbeddedCluster
 
+from ._helpers import read_rackafka
+
 USERS = {"alice": "producer-secret-42"}
 
 
@@ -78,18 +80,8 @@ async def test_large_batches_through_tls() -> None:
             assert [(await f).offset for f in futures] == [0, 100]
         finally:
             await producer.stop()
-        consumer: AIOKafkaConsumer[Any, Any] = AIOKafkaConsumer(
-            "secure-large", auto_offset_reset="earliest", **options
-        )
-        await consumer.start()
-        try:
-            got: list[bytes] = []
-            for _ in range(100):
-                for records in (await consumer.getmany(timeout_ms=200)).values():
-                    got.extend(r.value for r in records)
-                if len(got) >= 200:
-                    break
-        finally:
-            await consumer.stop()
-        assert got == values
+        consumer_options = dict(options)
+        bootstrap = consumer_options.pop("bootstrap_servers")
+        records = await read_rackafka(bootstrap, "secure-large", 200, **consumer_options)
+        assert [r.value for r in records] == values
         assert c.front.stats.failures == 0
