@@ -80,6 +80,11 @@ Usage::
 
     python benchmarks/produce.py [--engine mock|kafka] [--quick] [--repeat N]
         [--clients a,b] [--datasets x,y] [--suites throughput,latency,batch]
+        [--baseline OTHER_CHECKOUT/src]
+
+The clients take turns, run by run, so that a change of the machine's load falls on each of
+them. ``--baseline`` also runs each rackafka client with rackafka from another source tree
+(``<client>@base`` in the rows and the table): before and after a change in one run.
 
 Results: a table on stdout and ``benchmarks/results/produce.json``. A run updates that file
 row by row: a case it measures (engine, suite, dataset, acks, compression, linger and batch
@@ -120,6 +125,8 @@ CLIENTS = (
 )
 #: The clients whose ratios the summary table shows (rackafka's three ways), with the
 #: prefix of their ratio columns.
+#: The suffix of a client run from ``--baseline``'s source tree.
+BASE = "@base"
 OURS = {"rackafka": "vs", "rackafka-tuned": "tuned", "rackafka-batch": "batch"}
 #: librdkafka producer settings of ``confluent-tuned`` (see the module docstring).
 CONFLUENT_TUNED: dict[str, Any] = {
@@ -411,9 +418,11 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run_child(spec: dict[str, Any]) -> dict[str, Any]:
+def run_child(spec: dict[str, Any], src: Path | None = None) -> dict[str, Any]:
+    """Run one measurement in a new interpreter, with rackafka from ``src`` (default:
+    this tree's ``src/``)."""
     env = dict(os.environ)
-    src = str(HERE.parent / "src")
+    src = str(src or HERE.parent / "src")
     env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.run(
         [sys.executable, __file__, "--child", json.dumps(spec)],
@@ -474,6 +483,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compression", default="none,lz4")
     parser.add_argument("--suites", default="throughput", help=f"of {','.join(SUITES)}")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="another rackafka source tree (its src/ folder): each rackafka client runs "
+        "from it too, as <client>@base, taking turns with the others (before/after in one "
+        "run)",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -492,6 +509,8 @@ def main(argv: list[str] | None = None) -> int:
     clients = [c for c in clients if c not in skipped]
     for c in skipped:
         print(f"# {c}: skipped (package not installed)")
+    if args.baseline is not None:
+        clients += [f"{c}{BASE}" for c in clients if c.startswith("rackafka")]
     out_file = args.out / "produce.json"
     results = load_results(out_file)
 
@@ -502,21 +521,26 @@ def main(argv: list[str] | None = None) -> int:
         nonlocal results
         skipped = SKIPPED.get(spec.get("suite", "throughput"), ())
         row_clients = [c for c in clients if c not in skipped]
-        for client in row_clients:
-            runs = []
-            for _ in range(repeat):
+        # The clients take turns, run by run: a change of the machine's load (other
+        # processes) falls on every client, not on the one whose runs it met.
+        all_runs: dict[str, list[dict[str, Any]]] = {client: [] for client in row_clients}
+        for _ in range(repeat):
+            for client in row_clients:
                 topic = f"bench-{uuid.uuid4().hex[:8]}"
                 cluster.create_topic(topic, 12)
-                runs.append(
+                name, base, _ = client.partition(BASE)
+                all_runs[client].append(
                     run_child(
                         {
                             **spec,
-                            "client": client,
+                            "client": name,
                             "bootstrap": cluster.bootstrap_servers,
                             "topic": topic,
-                        }
+                        },
+                        src=args.baseline if base else None,
                     )
                 )
+        for client, runs in all_runs.items():
             ok = [r for r in runs if "error" not in r]
             if not ok:
                 row[client] = {"error": runs[0]["error"]}
@@ -609,13 +633,14 @@ def summary_table(rows: list[dict[str, Any]], clients: list[str]) -> str:
     and to confluent-tuned of rackafka's ``send()`` (``vs akC``, ``vs cfT``), of ``send()``
     with confluent-tuned's batching (``tuned akC``, ``tuned cfT``) and of its batch API
     (``batch akC``, ``batch cfT``) when they ran."""
-    names = [c for c in clients if c in CLIENTS]
-    ours = [c for c in OURS if c in names]
+    names = [c for c in clients if c.partition(BASE)[0] in CLIENTS]
+    ours = [c for c in names if c.partition(BASE)[0] in OURS]
     head = f"{'engine':<6} {'dataset':>7} {'acks':>4} {'comp':<4} " + " ".join(
         f"{c:>15}" for c in names
     )
     for client in ours:
-        prefix = OURS[client]
+        name, base, _ = client.partition(BASE)
+        prefix = OURS[name] + ("@b" if base else "")
         head += f" {prefix + ' akC':>9} {prefix + ' cfT':>9}"
     lines = ["# rackafka against the others (records/s; ratios are rackafka's)", head]
     lines.append("-" * len(head))

@@ -8,6 +8,7 @@ sequence numbers deduplicated) and which time the broker stamps.
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from typing import Any
 
@@ -197,3 +198,48 @@ async def test_log_append_time_is_the_brokers(kafka: KafkaCluster, acks: Any) ->
         await producer.stop()
     assert (meta.timestamp, meta.timestamp_type) == (old, 0)
     assert TopicPartition(plain, 0) == meta.topic_partition
+
+
+@pytest.mark.parametrize("compression", [None, "lz4"])
+async def test_large_batches_written_apart_are_stored_once_in_order(
+    kafka: KafkaCluster, compression: str | None
+) -> None:
+    """Batches of hundreds of KB (the producer writes them after the rest of the Produce
+    frame, not copied into it), from ``send_batch()`` and from ``send()``, idempotent:
+    Kafka checks the frame, the batch CRC and the sequence numbers, and stores every record
+    once, in order."""
+    topic = unique("large")
+    kafka.create_topic(topic, PARTITIONS, 3)
+    producer: AIOKafkaProducer[Any, Any] = AIOKafkaProducer(
+        bootstrap_servers=kafka.bootstrap_servers,
+        enable_idempotence=True,
+        compression_type=compression,
+        max_batch_size=1_000_000,
+        linger_ms=20,
+    )
+    # Incompressible values, so that lz4 batches stay large too.
+    rng = random.Random(11)
+    sent: dict[int, list[bytes]] = {p: [] for p in range(PARTITIONS)}
+    await producer.start()
+    try:
+        futures: list[asyncio.Future[RecordMetadata]] = []
+        for _round in range(3):
+            for p in range(PARTITIONS):
+                batch = producer.create_batch()
+                while True:
+                    v = b"%d-%d-" % (p, len(sent[p])) + rng.randbytes(rng.randrange(8_000, 30_000))
+                    if batch.append(key=None, value=v, timestamp=None) is None:
+                        break
+                    sent[p].append(v)
+                futures.append(await producer.send_batch(batch, topic, partition=p))
+            for i in range(60):
+                p = i % PARTITIONS
+                v = b"%d-%d-" % (p, len(sent[p])) + rng.randbytes(20_000)
+                sent[p].append(v)
+                futures.append(await producer.send(topic, v, partition=p))
+        await asyncio.gather(*futures)
+    finally:
+        await producer.stop()
+    read = await read_to_end(kafka.bootstrap_servers, topic, PARTITIONS)
+    for p in range(PARTITIONS):
+        assert [r.value for r in read[p]] == sent[p], f"partition {p}"

@@ -15,7 +15,7 @@ from rackafka.errors import (
     KafkaTimeoutError,
     OffsetOutOfRangeError,
 )
-from rackafka.net.connection import Connection
+from rackafka.net.connection import _COPY_BELOW, Connection, _splice
 from rackafka.protocol.apis.fetch import FETCH, partition_fetch
 from rackafka.protocol.apis.list_offsets import LIST_OFFSETS
 from rackafka.protocol.apis.metadata import METADATA
@@ -275,3 +275,12 @@ def test_parse_bootstrap_servers(servers, expected) -> None:
 def test_bad_bootstrap_servers_name_the_argument(bad) -> None:
     with pytest.raises(KafkaConfigurationError, match="bootstrap_servers"):
         parse_bootstrap_servers(bad)
+
+
+def test_short_parts_are_joined_and_long_ones_written_alone() -> None:
+    frame = bytearray(b"\x00\x00\x00\x00header-and-placeholder")
+    long_part = bytes(_COPY_BELOW)
+    writes = _splice(frame, len(b"placeholder"), (b"L", long_part, b"", b"x", b"y"))
+    assert writes == [b"\x00\x00\x10\x0eheader-and-L", long_part, b"xy"]
+    assert writes[1] is long_part
+    assert int.from_bytes(writes[0][:4], "big") == sum(map(len, writes)) - 4

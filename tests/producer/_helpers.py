@@ -18,6 +18,27 @@ def unique(base: str) -> str:
     return f"{base}-{uuid.uuid4().hex[:8]}"
 
 
+async def started_producer(
+    cluster: Any, make_producer: Any, name: str, partitions: int, **settings: Any
+) -> tuple[str, Any]:
+    """A new topic of ``cluster`` and a started producer (made by ``make_producer`` with
+    ``settings``) that knows its partitions already."""
+    topic = unique(name)
+    cluster.create_topic(topic, partitions)
+    producer = make_producer(**settings)
+    await producer.start()
+    await producer.partitions_for(topic)
+    return topic, producer
+
+
+def full_batch(producer: Any, value_size: int = 10_000) -> Any:
+    """A batch of ``producer`` filled with values of ``value_size`` zero bytes."""
+    batch = producer.create_batch()
+    while batch.append(key=None, value=bytes(value_size), timestamp=None) is not None:
+        pass
+    return batch
+
+
 async def read_rackafka(
     bootstrap: str, topic: str, count: int, *, timeout: float = WAIT, **kwargs: Any
 ) -> list[ConsumerRecord[Any, Any]]:

@@ -10,8 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rackafka.producer import accumulator
 from rackafka.producer.accumulator import ProducerBatch
 from rackafka.records import iter_batches
+from rackafka.records._varint import encode_varint
 from rackafka.records.builder import NO_HEADERS, encode_headers
 from rackafka.records.default_records import HEADER_SIZE
 from rackafka.structs import RecordMetadata, TopicPartition
@@ -69,6 +71,24 @@ def test_a_batch_closes_before_it_grows_past_its_limit(value_size: int) -> None:
     (decoded,) = iter_batches(built)
     assert len(decoded.records()) == batch.count
     assert len(built) == batch.size
+
+
+def test_the_varints_of_long_values_are_kept_up_to_a_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Past the lookup table the varints of value and record lengths are kept as met, at
+    # most _LONG_VARINTS_MAX of them; records read back the same either way.
+    monkeypatch.setattr(accumulator, "_LONG_VARINTS", {})
+    monkeypatch.setattr(accumulator, "_LONG_VARINTS_MAX", 8)
+    batch = ProducerBatch(TP, 1 << 30, 0.0)
+    values = [bytes(range(256)) * 40 + bytes(n) for n in (*range(20), 3, 0)]
+    expected = b""
+    for i, value in enumerate(values):
+        assert batch.try_append(TS, None, value, NO_HEADERS)
+        expected += record_bytes(i, 0, None, value)
+    assert len(accumulator._LONG_VARINTS) == 8
+    assert all(v == encode_varint(n) for n, v in accumulator._LONG_VARINTS.items())
+    assert bytes(batch.buffer[HEADER_SIZE:]) == expected
 
 
 def test_the_first_record_always_goes_in() -> None:

@@ -10,6 +10,8 @@ from rackafka import AIOKafkaConsumer, AIOKafkaProducer
 from rackafka.errors import SaslAuthenticationFailed
 from rackafka.testing import EmbeddedCluster
 
+from ._helpers import read_rackafka
+
 USERS = {"alice": "producer-secret-42"}
 
 
@@ -55,3 +57,31 @@ async def test_wrong_password_fails_start() -> None:
         finally:
             await producer.stop()
         assert USERS["alice"] not in str(info.value)
+
+
+async def test_large_batches_through_tls() -> None:
+    # A request's large last batch is written by itself after the rest of the frame: the
+    # TLS transport carries the pieces as one request too.
+    async with EmbeddedCluster(brokers=3, security_protocol="SASL_SSL", users=USERS) as c:
+        c.create_topic("secure-large", 1)
+        options = c.front.client_options("PLAIN")
+        producer: AIOKafkaProducer[Any, Any] = AIOKafkaProducer(
+            acks="all", max_batch_size=1_000_000, **options
+        )
+        values = [bytes([i]) * (4_000 + 30 * i) for i in range(200)]  # 2 batches < 1 MB
+        await producer.start()
+        try:
+            futures = []
+            for part in (values[:100], values[100:]):
+                batch = producer.create_batch()
+                for value in part:
+                    assert batch.append(key=None, value=value, timestamp=None) is not None
+                futures.append(await producer.send_batch(batch, "secure-large", partition=0))
+            assert [(await f).offset for f in futures] == [0, 100]
+        finally:
+            await producer.stop()
+        consumer_options = dict(options)
+        bootstrap = consumer_options.pop("bootstrap_servers")
+        records = await read_rackafka(bootstrap, "secure-large", 200, **consumer_options)
+        assert [r.value for r in records] == values
+        assert c.front.stats.failures == 0

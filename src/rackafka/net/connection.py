@@ -23,8 +23,9 @@ import itertools
 import logging
 import random
 import ssl
+import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,6 +58,39 @@ CLIENT_SOFTWARE_NAME = "rackafka"
 #: Re-authenticate after this share of the session lifetime (KIP-368: 85-95 %, at random,
 #: so that connections opened together do not re-authenticate together).
 _REAUTH_AT = (0.85, 0.95)
+#: A frame's size prefix.
+_FRAME_SIZE = struct.Struct(">i")
+#: Parts of a request's tail shorter than this are copied into the frame (cheaper than
+#: a write of their own); longer ones are written as they are.
+_COPY_BELOW = 4096
+
+
+def _splice(
+    frame: bytearray, cut: int, parts: Sequence[bytes | bytearray]
+) -> list[bytes | bytearray]:
+    """The writes of ``frame`` whose last ``cut`` bytes are replaced by ``parts``: short
+    parts joined to what precedes them, long ones by themselves; the frame's size
+    prefix counts them all."""
+    del frame[len(frame) - cut :]
+    writes: list[bytes | bytearray] = []
+    out: bytearray | None = frame
+    for part in parts:
+        if not part:
+            continue
+        if len(part) < _COPY_BELOW:
+            if out is None:
+                out = bytearray(part)
+            else:
+                out += part
+        else:
+            if out is not None:
+                writes.append(out)
+                out = None
+            writes.append(part)
+    if out is not None:
+        writes.append(out)
+    _FRAME_SIZE.pack_into(frame, 0, sum(map(len, writes)) - _FRAME_SIZE.size)
+    return writes
 
 
 @dataclass
@@ -393,12 +427,19 @@ class Connection(asyncio.BufferedProtocol):
         version: int | None = None,
         expect_response: bool = True,
         unheld: bool = False,
+        tail: tuple[int, Sequence[bytes | bytearray]] | None = None,
     ) -> asyncio.Future[Any]:
         """Write a request now and return a future of its decoded response.
 
         Requests are pipelined: call :meth:`send` several times before awaiting.
         During a re-authentication the request is written once it is over, unless
         ``unheld`` (the authentication's own requests).
+
+        ``tail`` is ``(cut, parts)``: the encoded request's last ``cut`` bytes are
+        replaced by ``parts``, written after the rest as they are (not copied into the
+        frame; the frame's size counts them).  The caller encodes a placeholder whose
+        last ``cut`` bytes the parts replace, and leaves the parts unchanged until the
+        response comes or the connection closes.
         """
         if self._closed is not None:
             raise KafkaConnectionError(f"{self} is closed: {self._closed}")
@@ -406,6 +447,11 @@ class Connection(asyncio.BufferedProtocol):
             version = self.version(api)
         corr = next(self._corr) & 0x7FFFFFFF
         frame = frames.encode_request(api, version, corr, self.client_id, request)
+        size = len(frame)
+        writes: list[bytes | bytearray] | None = None
+        if tail is not None:
+            writes = _splice(frame, *tail)
+            size = sum(map(len, writes))
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         if expect_response:
             self._waiters[corr] = (fut, api, version)
@@ -413,14 +459,17 @@ class Connection(asyncio.BufferedProtocol):
             fut.set_result(None)
         try:
             if self._held is not None and not unheld:
-                self._held.append(frame)
-            else:
+                self._held.extend((frame,) if writes is None else writes)
+            elif writes is None:
                 self._transport.write(frame)  # type: ignore[union-attr]
+            else:
+                for chunk in writes:
+                    self._transport.write(chunk)  # type: ignore[union-attr]
         except Exception as exc:  # the transport is gone
             self.close(exc)
             raise self._closed from exc  # type: ignore[misc]
         self.stats.requests += 1
-        self.stats.bytes_sent += len(frame)
+        self.stats.bytes_sent += size
         self.last_used = time.monotonic()
         return fut
 

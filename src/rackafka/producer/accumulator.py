@@ -15,6 +15,7 @@ from itertools import repeat
 from typing import Any
 
 from rackafka.errors import KafkaTimeoutError
+from rackafka.records import _gc
 from rackafka.records._varint import encode_varint
 from rackafka.records.builder import (  # _VARINTS: the list varint_table() fills
     _VARINTS,
@@ -35,6 +36,36 @@ _TABLE_SIZE = VARINT_TABLE_SIZE
 #: joined with the record's other fields first (two copies).
 _LARGE_VALUE = 1024
 _new_tuple = tuple.__new__
+#: Varints of lengths past the lookup table (large values and their records), kept as
+#: they are met (sizes repeat) up to :data:`_LONG_VARINTS_MAX` of them: a dict lookup
+#: instead of an encoding per record.
+_LONG_VARINTS: dict[int, bytes] = {}
+_LONG_VARINTS_MAX = 1024
+
+
+def _long_varint(n: int) -> bytes:
+    """The varint of ``n`` (past the lookup table), kept for the next record while
+    :data:`_LONG_VARINTS` has room."""
+    encoded = encode_varint(n)
+    if len(_LONG_VARINTS) < _LONG_VARINTS_MAX:
+        _LONG_VARINTS[n] = encoded
+    return encoded
+
+
+#: Records appended between two deferrals of the young collection (a power of 2, less 1).
+_DEFER_EVERY = 0x3F
+
+
+def _defer_collection() -> None:
+    """The objects counted by the cyclic collector since its last collection (the pending
+    futures of the records sent, mostly) do not count towards the next young collection:
+    alive until their batch is acknowledged, a young collection would only walk them and
+    move them to an older generation, to be walked again there (and again by the full
+    collections that a growing older generation triggers).  Bounded as the consumer's
+    (:mod:`rackafka.records._gc`): at most ``MAX_RAISE`` allocations more, undone by the
+    next collection; a disabled collector is left alone."""
+    if _gc.pause():
+        _gc.resume()
 
 
 def _nothing() -> None:
@@ -156,7 +187,7 @@ class ProducerBatch:
                 if n < _LARGE_VALUE:
                     vvlen = varints[n]
                 else:
-                    vvlen = encode_varint(n)
+                    vvlen = _LONG_VARINTS.get(n) or _long_varint(n)
                     large, value, tail, headers = value, None, headers, b""
             record = b"".join(
                 (
@@ -173,7 +204,10 @@ class ProducerBatch:
             body = len(record)
             if large is not None:
                 body += n + len(tail)
-            vbody = varints[body] if body < _TABLE_SIZE else encode_varint(body)
+            if body < _TABLE_SIZE:
+                vbody = varints[body]
+            else:
+                vbody = _LONG_VARINTS.get(body) or _long_varint(body)
             size = self.size + len(vbody) + body
             if count and size > self.limit:
                 self.closed = True
@@ -266,9 +300,16 @@ class ProducerBatch:
                 repeat(lso),
             ),
         )
-        for fut, meta in zip(futures, metadata):
-            if not fut.done():
-                fut.set_result(meta)
+        # The metadata tuples and the futures' callbacks, made in bulk, do not count
+        # towards the next young collection (see _defer_collection).
+        paused = _gc.pause()
+        try:
+            for fut, meta in zip(futures, metadata):
+                if not fut.done():
+                    fut.set_result(meta)
+        finally:
+            if paused:
+                _gc.resume()
 
     def done_unacknowledged(self) -> None:
         """Complete every future with ``None``: sent with ``acks=0``, no offset is known
@@ -367,6 +408,8 @@ class Accumulator:
                 last.futures.append(fut)
                 if last.size >= self.max_batch_size:
                     self._close(last)
+                elif not last.count & _DEFER_EVERY:
+                    _defer_collection()
                 return fut
         return None
 
@@ -401,6 +444,7 @@ class Accumulator:
         await self._wait_room(dq, timeout)
         if self.error is not None:
             raise self.error
+        _defer_collection()
         batch = ProducerBatch(tp, self.max_batch_size, time.monotonic() + self.delivery_timeout)
         batch.try_append(timestamp, key, value, headers)
         fut = self._new_future()
@@ -416,14 +460,24 @@ class Accumulator:
         return fut
 
     async def add_batch(
-        self, tp: TopicPartition, batch: ProducerBatch, timeout: float
+        self, tp: TopicPartition, batch: ProducerBatch, timeout: float, *, eager: bool = False
     ) -> asyncio.Future[RecordMetadata]:
-        """Queue a whole batch (``send_batch``); the future of the batch."""
+        """Queue a whole batch (``send_batch``); the future of the batch.
+
+        ``eager`` (a batch about as large as a request): when ``tp``'s queue is empty,
+        the sender runs first, so that the batches queued before go out while the
+        caller fills the next one (without it the caller runs until a queue is full,
+        and the network waits).
+        """
         if self.error is not None:
             raise self.error
         dq = self.batches.get(tp)
         if dq is None:
             dq = self.batches[tp] = collections.deque()
+        if eager and not dq:
+            await asyncio.sleep(0)
+            if self.error is not None:
+                raise self.error
         open_batch = self.open_batch(tp)
         if open_batch is not None:
             self._close(open_batch)

@@ -673,7 +673,12 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
             )
         batch.close()
         return await acc.add_batch(
-            TopicPartition(topic, partition), batch._batch, self._request_timeout
+            TopicPartition(topic, partition),
+            batch._batch,
+            self._request_timeout,
+            # A batch about as large as a request shares none: the sender takes the
+            # batches queued before it at once, while the caller fills the next one.
+            eager=batch.size() * 2 >= self._max_request_size,
         )
 
     @property

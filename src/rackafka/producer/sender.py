@@ -33,6 +33,7 @@ from rackafka.errors import (
 from rackafka.producer.accumulator import Accumulator, ProducerBatch
 from rackafka.protocol.apis.init_producer_id import INIT_PRODUCER_ID
 from rackafka.protocol.apis.produce import PRODUCE
+from rackafka.protocol.primitives import write_length
 from rackafka.structs import TopicPartition
 
 log = logging.getLogger("rackafka.producer")
@@ -40,6 +41,30 @@ log = logging.getLogger("rackafka.producer")
 #: Produce requests in flight per broker (Kafka's max.in.flight.requests.per.connection).
 MAX_IN_FLIGHT = 5
 _SEQ_MASK = 0x7FFFFFFF
+#: A request's last batch of at least this many bytes is written after the rest of the
+#: request as it is, not copied into the request's frame.
+WRITE_APART = 64 * 1024
+#: The tagged fields (none) of the last partition, of its topic and of the request, that
+#: end a flexible Produce request after the last partition's records.
+_FLEXIBLE_END = b"\x00\x00\x00"
+
+
+def _records_apart(
+    part: dict[str, Any], flexible: bool
+) -> tuple[int, tuple[bytes | bytearray, ...]]:
+    """Take the records out of ``part``, the last partition of a Produce request, to be
+    written after the encoded request (``Connection.send``'s ``tail``): the request then
+    encodes them empty, and its last bytes (the empty length, the tagged fields that
+    follow in a flexible version) are replaced by the records' length, the records and
+    the same tagged fields."""
+    records = part["records"]
+    part["records"] = b""
+    empty = bytearray()
+    write_length(empty, 0, flexible)
+    length = bytearray()
+    write_length(length, len(records), flexible)
+    end = _FLEXIBLE_END if flexible else b""
+    return len(empty) + len(end), (length, records, end)
 
 
 @dataclass
@@ -407,7 +432,14 @@ class Sender:
             }
             try:
                 conn = await self.client.connect(node)
-                fut = conn.send(PRODUCE, request, expect_response=self.acks != 0)
+                version = conn.version(PRODUCE)
+                tail = None
+                last = next(reversed(topics.values()))[-1]  # the request's last partition
+                if len(last["records"]) >= WRITE_APART:
+                    tail = _records_apart(last, PRODUCE.is_flexible(version))
+                fut = conn.send(
+                    PRODUCE, request, version=version, expect_response=self.acks != 0, tail=tail
+                )
                 self.stats.requests += 1
                 self._count_bytes(node, nbytes)
                 if self.acks == 0:
