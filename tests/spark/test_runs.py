@@ -114,7 +114,19 @@ def test_runs_give_the_arrow_batch_of_their_records(
     want = parts_to_arrow(reference, schema)
     batch.validate(full=True)
     assert batch.schema.equals(schema)
-    assert batch.to_pylist() == want.to_pylist()
+    assert in_partition_order(batch.to_pylist()) == want.to_pylist()
+
+
+def in_partition_order(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` by topic and partition, after checking that the rows of each partition
+    are in offset order (the batches of several partitions may come in any order)."""
+    by_tp: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for row in rows:
+        by_tp.setdefault((row["topic"], row["partition"]), []).append(row)
+    for part in by_tp.values():
+        offsets = [row["offset"] for row in part]
+        assert offsets == sorted(offsets)
+    return [row for tp in sorted(by_tp) for row in by_tp[tp]]
 
 
 @settings(max_examples=40, deadline=None)
@@ -177,6 +189,22 @@ def test_runs_of_batches_in_one_buffer_give_the_arrow_batch_of_their_records(
         assert b.schema.equals(schema)
     rows = [row for b in out for row in b.to_pylist()]
     assert rows == parts_to_arrow([("t", 3, expected)], schema).to_pylist()
+
+
+def test_partitions_with_few_records_in_runs_share_one_arrow_batch() -> None:
+    big, big_pieces = batch_pieces(3000, 95, None, [], 1, CODEC_NONE, False)
+    small, small_pieces = batch_pieces(300, 95, 8, [], 1, CODEC_NONE, False)
+    other, other_pieces = batch_pieces(12, 95, None, [], 0, CODEC_NONE, False)
+    assert len(small_pieces) < len(small) and len(other_pieces) == len(other)
+    schema = arrow_schema(False)
+    parts = [("s", 1, small_pieces), ("b", 0, big_pieces), ("o", 2, other_pieces)]
+    batches = pieces_to_batches(parts, schema, parts_to_arrow)
+    # the big partition's runs in a batch of their own, then the two others together
+    assert [b.num_rows for b in batches] == [3000, 312]
+    assert set(batches[0].column("topic").to_pylist()) == {"b"}
+    rows = [row for b in batches for row in b.to_pylist()]
+    reference = parts_to_arrow([("b", 0, big), ("o", 2, other), ("s", 1, small)], schema)
+    assert in_partition_order(rows) == reference.to_pylist()
 
 
 def test_the_long_runs_of_a_partition_in_one_buffer_make_one_arrow_batch() -> None:

@@ -24,11 +24,15 @@ from rackafka.records._varint import ZIGZAG1
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["cut_pieces", "pieces_to_arrow"]
+__all__ = ["cut_pieces", "pieces_to_arrow", "pieces_to_batches"]
 
 #: Runs shorter than this are cut into record tuples: a run costs ~12 Arrow calls (~70 us),
 #: about what ~50 record tuples cost cut and converted.
 MIN_ARROW_RUN = 48
+
+#: Records in long runs from which a partition's records get Arrow batches of their own
+#: (see :func:`pieces_to_batches`).
+OWN_BATCH_RECORDS = 2048
 
 _get_offset = itemgetter(0)
 
@@ -67,45 +71,69 @@ def pieces_to_batches(
     record batches, where ``pieces`` are record tuples and runs; ``to_arrow`` builds a
     batch of record tuples (the reader's ``parts_to_arrow``).
 
-    The records of a partition keep their order, and the batches come in the order of
-    ``parts``. Record tuples (of one or more partitions) go into one batch; the long runs
-    of one partition that lie in one buffer make one batch, their key and value columns
-    gathered in one copy (:func:`_gather`), not put together from a batch per run.
+    A partition with at least :data:`OWN_BATCH_RECORDS` records in long runs has batches
+    of its own: one for its runs that lie in one buffer, their key and value columns
+    gathered in one copy (:func:`_gather`), and one for each stretch of its other
+    records. The other partitions share one batch, put together at the end (a batch
+    costs PySpark and the JVM a fixed amount, about what copying 2,000 records costs).
+    The records of a partition are all in one batch or in batches of their own, in order.
     """
+    import pyarrow as pa
+
     batches: list[pa.RecordBatch] = []
+    shared: list[pa.RecordBatch] = []
     tuples: list[tuple[str, int, list[Any]]] = []
     for topic, partition, pieces in parts:
         if not runs_in(pieces):
             tuples.append((topic, partition, list(pieces)))
-            continue
-        records: list[Any] = []
-        group: list[Run] = []
-        for piece in pieces:
-            if type(piece) is Run and piece.records >= MIN_ARROW_RUN:
-                if group and not _same_group(group[0], piece):
-                    batches.append(_runs_batch(topic, partition, group, schema))
-                    group = []
-                if records:
-                    tuples.append((topic, partition, records))
-                    records = []
-                if tuples:
-                    batches.append(to_arrow(tuples, schema))
-                    tuples = []
-                group.append(piece)
-                continue
-            if group:
+        else:
+            in_runs = sum(
+                [p.records for p in pieces if type(p) is Run and p.records >= MIN_ARROW_RUN]
+            )
+            out = batches if in_runs >= OWN_BATCH_RECORDS else shared
+            out += _part_batches(topic, partition, pieces, schema, to_arrow)
+    if tuples:
+        shared.append(to_arrow(tuples, schema))
+    if len(shared) > 1:
+        columns = range(len(schema))
+        shared = [
+            pa.RecordBatch.from_arrays(
+                [pa.concat_arrays([b.column(i) for b in shared]) for i in columns], schema=schema
+            )
+        ]
+    return batches + shared
+
+
+def _part_batches(
+    topic: str, partition: int, pieces: Sequence[Any], schema: pa.Schema, to_arrow: Any
+) -> list[pa.RecordBatch]:
+    """The records of one partition (record tuples and runs) as Arrow record batches, in
+    order: long runs in one buffer together (see :func:`_same_group`), the records
+    between them cut into record tuples."""
+    batches: list[pa.RecordBatch] = []
+    records: list[Any] = []
+    group: list[Run] = []
+    for piece in pieces:
+        if type(piece) is Run and piece.records >= MIN_ARROW_RUN:
+            if records:
+                batches.append(to_arrow([(topic, partition, records)], schema))
+                records = []
+            elif group and not _same_group(group[0], piece):
                 batches.append(_runs_batch(topic, partition, group, schema))
                 group = []
-            if type(piece) is Run:
-                records.extend(piece.tuples())
-            else:
-                records.append(piece)
+            group.append(piece)
+            continue
         if group:
             batches.append(_runs_batch(topic, partition, group, schema))
-        if records:
-            tuples.append((topic, partition, records))
-    if tuples:
-        batches.append(to_arrow(tuples, schema))
+            group = []
+        if type(piece) is Run:
+            records.extend(piece.tuples())
+        else:
+            records.append(piece)
+    if group:
+        batches.append(_runs_batch(topic, partition, group, schema))
+    if records:
+        batches.append(to_arrow([(topic, partition, records)], schema))
     return batches
 
 
