@@ -147,15 +147,18 @@ def in_partition_order(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         st.integers(min_value=0, max_value=1700), st.integers(min_value=0, max_value=1700)
     ),
     min_arrow_run=st.sampled_from([1, 16, 48]),
+    huge_buffer=st.booleans(),
 )
 def test_runs_of_batches_in_one_buffer_give_the_arrow_batch_of_their_records(
     batches: list[tuple[int, int, int, int | None, bool]],
     codec: int,
     cuts: tuple[int, int],
     min_arrow_run: int,
+    huge_buffer: bool,
 ) -> None:
     """Batches one after the other in one buffer (as a fetch gives them): runs of several
-    batches, with gaps in their offsets, go into one Arrow batch."""
+    batches, with gaps in their offsets, go into one Arrow batch (``huge_buffer``: as
+    if the buffer were too large for int32 positions, cut run by run instead)."""
     data = []
     offset = 100
     for n, skip, ts_step, key_size, odd in batches:
@@ -178,12 +181,14 @@ def test_runs_of_batches_in_one_buffer_give_the_arrow_batch_of_their_records(
     if not expected:
         return
     schema = arrow_schema(False)
-    saved = _runs.MIN_ARROW_RUN
+    saved = _runs.MIN_ARROW_RUN, _runs._MAX_POSITION
     _runs.MIN_ARROW_RUN = min_arrow_run
+    if huge_buffer:
+        _runs._MAX_POSITION = 0
     try:
         out = pieces_to_batches([("t", 3, got)], schema, parts_to_arrow)
     finally:
-        _runs.MIN_ARROW_RUN = saved
+        _runs.MIN_ARROW_RUN, _runs._MAX_POSITION = saved
     for b in out:
         b.validate(full=True)
         assert b.schema.equals(schema)
