@@ -51,7 +51,8 @@ __all__ = [
 
 log = logging.getLogger("rackafka.spark")
 
-# Records per Arrow batch handed to Spark (at most; one decoded fetch may give fewer).
+# Records asked of each getmany (its runs come whole, so it may give more); they become
+# one Arrow batch, or a few (see _runs.pieces_to_batches).
 _MAX_BATCH_RECORDS = 20_000
 # Average value size from which a binary column is joined rather than built value by
 # value (see _binary), and the most bytes one binary array holds (int32 offsets).
