@@ -7,8 +7,8 @@ two paths of the source's tasks, in one process:
   then Arrow columns built from the tuples (``parts_to_arrow``): the path of records
   with headers or of mixed layouts;
 * ``runs``: runs of same-layout records handed out whole and cut into Arrow columns in
-  bulk (``RecordBatch.records(None, True)`` + ``pieces_to_arrow``): the path of the
-  records most producers write.
+  bulk (``RecordBatch.records(None, True)`` + ``pieces_to_batches``, the batches a task
+  hands to Spark: one per partition here): the path of the records most producers write.
 
 Both give equal Arrow batches (checked). It prints the median CPU time per record of each
 path (decode alone, and decode with Arrow) for a few record shapes.
@@ -28,7 +28,7 @@ from typing import Any
 from rackafka.records import iter_batches
 from rackafka.records.builder import BatchBuilder
 from rackafka.records.compression import CODEC_LZ4, CODEC_NONE
-from rackafka.spark._runs import pieces_to_arrow
+from rackafka.spark._runs import pieces_to_arrow, pieces_to_batches
 from rackafka.spark.reader import arrow_schema, parts_to_arrow
 
 TS = 1_700_000_000_000
@@ -86,9 +86,9 @@ def main() -> None:
             return parts_to_arrow(decode(False), schema)
 
         def runs(decode: Callable[[bool], list[Any]] = decode) -> Any:
-            return pieces_to_arrow(decode(True), schema, parts_to_arrow)
+            return pieces_to_batches(decode(True), schema, parts_to_arrow)
 
-        if not tuples().equals(runs()):
+        if not tuples().equals(pieces_to_arrow(decode(True), schema, parts_to_arrow)):
             raise SystemExit(f"{name}: the two paths differ")
         for path, whole in (("tuples", tuples), ("runs", runs)):
             alone = cpu_per_record(lambda p=path: decode(p == "runs"), records, args.repeat)

@@ -20,7 +20,7 @@ from rackafka.records._columns import Run, count_records, pieces_from  # noqa: E
 from rackafka.records.builder import BatchBuilder  # noqa: E402
 from rackafka.records.compression import CODEC_LZ4, CODEC_NONE  # noqa: E402
 from rackafka.spark import _runs  # noqa: E402
-from rackafka.spark._runs import cut_pieces, pieces_to_arrow  # noqa: E402
+from rackafka.spark._runs import cut_pieces, pieces_to_arrow, pieces_to_batches  # noqa: E402
 from rackafka.spark.planning import OffsetRange  # noqa: E402
 from rackafka.spark.reader import arrow_schema, parts_to_arrow, read_range  # noqa: E402
 from rackafka.testing import EmbeddedCluster  # noqa: E402
@@ -114,7 +114,117 @@ def test_runs_give_the_arrow_batch_of_their_records(
     want = parts_to_arrow(reference, schema)
     batch.validate(full=True)
     assert batch.schema.equals(schema)
-    assert batch.to_pylist() == want.to_pylist()
+    assert in_partition_order(batch.to_pylist()) == want.to_pylist()
+
+
+def in_partition_order(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` by topic and partition, after checking that the rows of each partition
+    are in offset order (the batches of several partitions may come in any order)."""
+    by_tp: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for row in rows:
+        by_tp.setdefault((row["topic"], row["partition"]), []).append(row)
+    for part in by_tp.values():
+        offsets = [row["offset"] for row in part]
+        assert offsets == sorted(offsets)
+    return [row for tp in sorted(by_tp) for row in by_tp[tp]]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    batches=st.lists(
+        st.tuples(
+            st.integers(min_value=0, max_value=400),  # records
+            st.integers(min_value=0, max_value=3),  # offsets skipped before the batch
+            st.sampled_from([0, 1, 7]),  # timestamp step
+            st.sampled_from([None, 4]),  # key size
+            st.booleans(),  # one odd record
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    codec=st.sampled_from([CODEC_NONE, CODEC_LZ4]),
+    cuts=st.tuples(
+        st.integers(min_value=0, max_value=1700), st.integers(min_value=0, max_value=1700)
+    ),
+    min_arrow_run=st.sampled_from([1, 16, 48]),
+    huge_buffer=st.booleans(),
+)
+def test_runs_of_batches_in_one_buffer_give_the_arrow_batch_of_their_records(
+    batches: list[tuple[int, int, int, int | None, bool]],
+    codec: int,
+    cuts: tuple[int, int],
+    min_arrow_run: int,
+    huge_buffer: bool,
+) -> None:
+    """Batches one after the other in one buffer (as a fetch gives them): runs of several
+    batches, with gaps in their offsets, go into one Arrow batch (``huge_buffer``: as
+    if the buffer were too large for int32 positions, cut run by run instead)."""
+    data = []
+    offset = 100
+    for n, skip, ts_step, key_size, odd in batches:
+        offset += skip
+        builder = BatchBuilder(base_offset=offset, compression=codec)
+        for i in range(n):
+            key = None if key_size is None else bytes([i % 251]) * key_size
+            value = b"%05d" % i + b"v" * (95 + (odd and i == n // 2))
+            builder.append(TS + offset + (i * ts_step) % 60, key, value)
+        offset += n
+        data.append(builder.build())
+    records, pieces = [], []
+    for batch in iter_batches(b"".join(data)):
+        records += batch.records()
+        pieces += batch.records(None, True)
+    assert count_records(pieces) == len(records)
+    start, end = 100 + min(cuts), 100 + max(cuts)
+    expected = [r for r in records if start <= r[0] < end]
+    got = cut_pieces(pieces_from(pieces, start), end)
+    if not expected:
+        return
+    schema = arrow_schema(False)
+    saved = _runs.MIN_ARROW_RUN, _runs._MAX_POSITION
+    _runs.MIN_ARROW_RUN = min_arrow_run
+    if huge_buffer:
+        _runs._MAX_POSITION = 0
+    try:
+        out = pieces_to_batches([("t", 3, got)], schema, parts_to_arrow)
+    finally:
+        _runs.MIN_ARROW_RUN, _runs._MAX_POSITION = saved
+    for b in out:
+        b.validate(full=True)
+        assert b.schema.equals(schema)
+    rows = [row for b in out for row in b.to_pylist()]
+    assert rows == parts_to_arrow([("t", 3, expected)], schema).to_pylist()
+
+
+def test_partitions_with_few_records_in_runs_share_one_arrow_batch() -> None:
+    big, big_pieces = batch_pieces(3000, 95, None, [], 1, CODEC_NONE, False)
+    small, small_pieces = batch_pieces(300, 95, 8, [], 1, CODEC_NONE, False)
+    other, other_pieces = batch_pieces(12, 95, None, [], 0, CODEC_NONE, False)
+    assert len(small_pieces) < len(small) and len(other_pieces) == len(other)
+    schema = arrow_schema(False)
+    parts = [("s", 1, small_pieces), ("b", 0, big_pieces), ("o", 2, other_pieces)]
+    batches = pieces_to_batches(parts, schema, parts_to_arrow)
+    # the big partition's runs in a batch of their own, then the two others together
+    assert [b.num_rows for b in batches] == [3000, 312]
+    assert set(batches[0].column("topic").to_pylist()) == {"b"}
+    rows = [row for b in batches for row in b.to_pylist()]
+    reference = parts_to_arrow([("b", 0, big), ("o", 2, other), ("s", 1, small)], schema)
+    assert in_partition_order(rows) == reference.to_pylist()
+
+
+def test_the_long_runs_of_a_partition_in_one_buffer_make_one_arrow_batch() -> None:
+    data = [BatchBuilder(base_offset=b * 1000, compression=CODEC_NONE) for b in range(3)]
+    for b, builder in enumerate(data):
+        for i in range(900):
+            builder.append(TS + b, None, b"%05d" % i + b"v" * 95)
+    records, pieces = [], []
+    for batch in iter_batches(b"".join(builder.build() for builder in data)):
+        records += batch.records()
+        pieces += batch.records(None, True)
+    assert [type(p) for p in pieces] == [Run, Run] * 3
+    schema = arrow_schema(True)
+    (batch,) = pieces_to_batches([("t", 0, pieces)], schema, parts_to_arrow)
+    assert batch.to_pylist() == parts_to_arrow([("t", 0, records)], schema).to_pylist()
 
 
 def test_a_long_uniform_batch_is_one_run_cut_in_arrow() -> None:

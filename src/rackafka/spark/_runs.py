@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Sequence
+from itertools import pairwise
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -23,11 +24,15 @@ from rackafka.records._varint import ZIGZAG1
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["cut_pieces", "pieces_to_arrow"]
+__all__ = ["cut_pieces", "pieces_to_arrow", "pieces_to_batches"]
 
 #: Runs shorter than this are cut into record tuples: a run costs ~12 Arrow calls (~70 us),
 #: about what ~50 record tuples cost cut and converted.
 MIN_ARROW_RUN = 48
+
+#: Records in long runs from which a partition's records get Arrow batches of their own
+#: (see :func:`pieces_to_batches`).
+OWN_BATCH_RECORDS = 2048
 
 _get_offset = itemgetter(0)
 
@@ -47,34 +52,10 @@ def pieces_to_arrow(
     parts: Sequence[tuple[str, int, Sequence[Any]]], schema: pa.Schema, to_arrow: Any
 ) -> pa.RecordBatch:
     """The records of several partitions, ``(topic, partition, pieces)`` each, as one
-    Arrow record batch, where ``pieces`` are record tuples and runs; ``to_arrow`` builds
-    a batch of record tuples (the reader's ``parts_to_arrow``)."""
+    Arrow record batch: :func:`pieces_to_batches` put together (a copy of every column)."""
     import pyarrow as pa
 
-    batches: list[pa.RecordBatch] = []
-    tuples: list[tuple[str, int, list[Any]]] = []
-    for topic, partition, pieces in parts:
-        if not runs_in(pieces):
-            tuples.append((topic, partition, list(pieces)))
-            continue
-        records: list[Any] = []
-        for piece in pieces:
-            if type(piece) is not Run:
-                records.append(piece)
-            elif piece.records < MIN_ARROW_RUN:
-                records.extend(piece.tuples())
-            else:
-                if records:
-                    tuples.append((topic, partition, records))
-                    records = []
-                if tuples:
-                    batches.append(to_arrow(tuples, schema))
-                    tuples = []
-                batches.append(_run_batch(topic, partition, piece, schema))
-        if records:
-            tuples.append((topic, partition, records))
-    if tuples:
-        batches.append(to_arrow(tuples, schema))
+    batches = pieces_to_batches(parts, schema, to_arrow)
     if len(batches) == 1:
         return batches[0]
     return pa.RecordBatch.from_arrays(
@@ -83,57 +64,234 @@ def pieces_to_arrow(
     )
 
 
-def _run_batch(topic: str, partition: int, run: Run, schema: pa.Schema) -> pa.RecordBatch:
-    """The records of ``run`` as an Arrow record batch of ``schema``."""
+def pieces_to_batches(
+    parts: Sequence[tuple[str, int, Sequence[Any]]], schema: pa.Schema, to_arrow: Any
+) -> list[pa.RecordBatch]:
+    """The records of several partitions, ``(topic, partition, pieces)`` each, as Arrow
+    record batches, where ``pieces`` are record tuples and runs; ``to_arrow`` builds a
+    batch of record tuples (the reader's ``parts_to_arrow``).
+
+    A partition with at least :data:`OWN_BATCH_RECORDS` records in long runs has batches
+    of its own: one for its runs that lie in one buffer, their key and value columns
+    gathered in one copy (:func:`_gather`), and one for each stretch of its other
+    records. The other partitions share one batch, put together at the end (a batch
+    costs PySpark and the JVM a fixed amount, about what copying 2,000 records costs).
+    The records of a partition are all in one batch or in batches of their own, in order.
+    """
+    import pyarrow as pa
+
+    batches: list[pa.RecordBatch] = []
+    shared: list[pa.RecordBatch] = []
+    tuples: list[tuple[str, int, list[Any]]] = []
+    for topic, partition, pieces in parts:
+        if not runs_in(pieces):
+            tuples.append((topic, partition, list(pieces)))
+        else:
+            in_runs = sum(
+                [p.records for p in pieces if type(p) is Run and p.records >= MIN_ARROW_RUN]
+            )
+            out = batches if in_runs >= OWN_BATCH_RECORDS else shared
+            out += _part_batches(topic, partition, pieces, schema, to_arrow)
+    if tuples:
+        shared.append(to_arrow(tuples, schema))
+    if len(shared) > 1:
+        columns = range(len(schema))
+        shared = [
+            pa.RecordBatch.from_arrays(
+                [pa.concat_arrays([b.column(i) for b in shared]) for i in columns], schema=schema
+            )
+        ]
+    return batches + shared
+
+
+def _part_batches(
+    topic: str, partition: int, pieces: Sequence[Any], schema: pa.Schema, to_arrow: Any
+) -> list[pa.RecordBatch]:
+    """The records of one partition (record tuples and runs) as Arrow record batches, in
+    order: long runs in one buffer together (see :func:`_same_group`), the records
+    between them cut into record tuples."""
+    batches: list[pa.RecordBatch] = []
+    records: list[Any] = []
+    group: list[Run] = []
+    for piece in pieces:
+        if type(piece) is Run and piece.records >= MIN_ARROW_RUN:
+            if records:
+                batches.append(to_arrow([(topic, partition, records)], schema))
+                records = []
+            elif group and not _same_group(group[0], piece):
+                batches.append(_runs_batch(topic, partition, group, schema))
+                group = []
+            group.append(piece)
+            continue
+        if group:
+            batches.append(_runs_batch(topic, partition, group, schema))
+            group = []
+        if type(piece) is Run:
+            records.extend(piece.tuples())
+        else:
+            records.append(piece)
+    if group:
+        batches.append(_runs_batch(topic, partition, group, schema))
+    if records:
+        batches.append(to_arrow([(topic, partition, records)], schema))
+    return batches
+
+
+def _same_group(first: Run, run: Run) -> bool:
+    """Whether ``run`` can go into one batch with the runs from ``first``: the same
+    buffer, null keys (values) in both or in neither, and one timestamp type."""
+    return (
+        run.buf is first.buf
+        and (run.key_size < 0) == (first.key_size < 0)
+        and (run.value_size < 0) == (first.value_size < 0)
+        and run.timestamp_type == first.timestamp_type
+    )
+
+
+def _runs_batch(topic: str, partition: int, runs: list[Run], schema: pa.Schema) -> pa.RecordBatch:
+    """The records of ``runs`` (of one partition, in offset order, in one buffer, see
+    :func:`_same_group`) as one Arrow record batch of ``schema``."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    m = run.records
-    whole = pa.FixedSizeBinaryArray.from_buffers(
-        pa.binary(run.size), m, [None, pa.py_buffer(run.buf).slice(run.start, m * run.size)]
-    )
-    offsets = pc.call_function("add", [_steps(1, m, pa.int64()), pa.scalar(run.first, pa.int64())])
-    ts_type = schema.field("timestamp").type
-    base = pa.scalar(run.ts_base * 1000, pa.int64())
-    if run.ts_deltas is None:
-        micros = pa.repeat(base, m)
+    first = runs[0]
+    m = sum(run.records for run in runs)
+    if all(r.first == p.last + 1 for p, r in pairwise(runs)):  # no gap
+        offsets = pc.call_function(
+            "add", [_steps(1, m, pa.int64()), pa.scalar(first.first, pa.int64())]
+        )
     else:
-        # the deltas (one-byte zig-zag varints) in microseconds, taken by index
-        deltas = pa.Array.from_buffers(pa.uint8(), m, [None, pa.py_buffer(run.ts_deltas)])
-        micros = pc.call_function("add", [_zigzag_micros().take(deltas), base])
+        offsets = _concat([_offsets(run) for run in runs])
+    ts_type = schema.field("timestamp").type
+    if all(run.ts_deltas is None and run.ts_base == first.ts_base for run in runs):
+        micros = pa.repeat(pa.scalar(first.ts_base * 1000, pa.int64()), m)
+    else:
+        micros = _concat([_micros(run) for run in runs])
     columns = [
-        _slice(whole, run.key_at, run.key_size, run),
-        _slice(whole, run.value_at, run.value_size, run),
+        _gather(runs, m, True),
+        _gather(runs, m, False),
         _same(topic, m, pa.string()),
         _same(partition, m, pa.int32()),
         offsets,
         micros.view(ts_type),
-        _same(run.timestamp_type, m, pa.int32()),
+        _same(first.timestamp_type, m, pa.int32()),
     ]
     if len(schema) > len(columns):
-        columns.append(pa.nulls(m, schema.field("headers").type))
+        columns.append(_same(None, m, schema.field("headers").type))
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
-def _slice(whole: pa.Array, at: int, size: int, run: Run) -> pa.Array:
-    """The ``size`` bytes at ``at`` of each record of ``whole`` as a binary array: the
-    bytes cut by ``binary_slice`` (one copy, in C++), with offsets ``0, size, 2 * size``..."""
+def _offsets(run: Run) -> pa.Array:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    m = len(whole)
-    if size < 0:
-        return pa.nulls(m, pa.binary())
-    try:
-        sliced = pc.call_function("binary_slice", [whole], pc.SliceOptions(at, at + size))
-    except pa.ArrowNotImplementedError:  # an older pyarrow: cut in Python
-        buf = run.buf
-        stops = range(run.start + at, run.start + at + m * run.size, run.size)
-        return pa.array([buf[s : s + size] for s in stops], pa.binary())
-    starts = _steps(size, m + 1, pa.int32())
-    return pa.Array.from_buffers(
-        pa.binary(), m, [None, starts.buffers()[1], sliced.buffers()[1]], offset=0
+    return pc.call_function(
+        "add", [_steps(1, run.records, pa.int64()), pa.scalar(run.first, pa.int64())]
     )
+
+
+def _micros(run: Run) -> pa.Array:
+    """The timestamps of the records of ``run`` in microseconds."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    base = pa.scalar(run.ts_base * 1000, pa.int64())
+    if run.ts_deltas is None:
+        return pa.repeat(base, run.records)
+    # the deltas (one-byte zig-zag varints) in microseconds, taken by index
+    deltas = pa.Array.from_buffers(pa.uint8(), run.records, [None, pa.py_buffer(run.ts_deltas)])
+    return pc.call_function("add", [_zigzag_micros().take(deltas), base])
+
+
+def _concat(arrays: list[pa.Array]) -> pa.Array:
+    import pyarrow as pa
+
+    return arrays[0] if len(arrays) == 1 else pa.concat_arrays(arrays)
+
+
+def _gather(runs: list[Run], m: int, keys: bool) -> pa.Array:
+    """The keys (values) of the ``m`` records of ``runs`` as an Arrow binary array, in
+    one copy.
+
+    The buffer of the runs is seen as a binary array whose items are, in turn, the key
+    of a record and the bytes up to the key of the next one (whatever lies between:
+    the rest of the record, the next record's head, the header of the next batch); the
+    keys are its even items, taken in C++ (``take``). Null keys (values) are a null
+    column: :func:`_same_group` puts runs of null and of non-null keys apart.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    first = runs[0]
+    if (first.key_size if keys else first.value_size) < 0:
+        return _same(None, m, pa.binary())
+    if not _NO_BOUNDS_CHECK:
+        _NO_BOUNDS_CHECK.append(pc.TakeOptions(boundscheck=False))
+    buf = first.buf
+    if len(buf) > _MAX_POSITION:  # positions in int32
+        return _concat([_slice(run, keys) for run in runs])
+    bounds = []
+    for run in runs:
+        at, size = (run.key_at, run.key_size) if keys else (run.value_at, run.value_size)
+        bounds.append(
+            pc.call_function(
+                "add",
+                [_bounds(run.size, size, 2 * run.records), pa.scalar(run.start + at, pa.int32())],
+            )
+        )
+    positions = _concat(bounds)
+    items = pa.Array.from_buffers(
+        pa.binary(), 2 * m - 1, [None, positions.buffers()[1], pa.py_buffer(buf)]
+    )
+    # in bounds: the even items of 2m - 1
+    return pc.call_function("take", [items, _steps(2, m, pa.int32())], _NO_BOUNDS_CHECK[0])
+
+
+_NO_BOUNDS_CHECK: list[Any] = []
+#: The most a position in a run's buffer may be for :func:`_gather` (int32 offsets).
+_MAX_POSITION = (1 << 31) - 1
+
+
+def _slice(run: Run, keys: bool) -> pa.Array:
+    """The keys (values) of ``run`` cut by ``binary_slice`` from its records seen as a
+    fixed-size binary array (the way of a buffer too large for :func:`_gather`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    m = run.records
+    at, size = (run.key_at, run.key_size) if keys else (run.value_at, run.value_size)
+    whole = pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(run.size), m, [None, pa.py_buffer(run.buf).slice(run.start, m * run.size)]
+    )
+    sliced = pc.call_function("binary_slice", [whole], pc.SliceOptions(at, at + size))
+    starts = _steps(size, m + 1, pa.int32())
+    return pa.Array.from_buffers(pa.binary(), m, [None, starts.buffers()[1], sliced.buffers()[1]])
+
+
+#: ``0, size, size + length, 2 * size, 2 * size + length, ...`` by ``(size, length)``.
+_BOUNDS: dict[tuple[int, int], pa.Array] = {}
+
+
+def _bounds(size: int, length: int, n: int) -> pa.Array:
+    """The first ``n`` of the starts and ends of items of ``length`` bytes every ``size``
+    bytes, in turn, as an int32 Arrow array (a slice of a cached array)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    key = (size, length)
+    bounds = _BOUNDS.get(key)
+    if bounds is None or len(bounds) < n:
+        # Entries past what a run needs may wrap in int32; never used (see _gather).
+        count = _steps(1, max(n, 32_768), pa.int32())
+        call = pc.call_function
+        one = pa.scalar(1, pa.int32())
+        halves = call("multiply", [call("shift_right", [count, one]), pa.scalar(size, pa.int32())])
+        odd = call("multiply", [call("bit_wise_and", [count, one]), pa.scalar(length, pa.int32())])
+        bounds = call("add", [halves, odd])
+        if len(_BOUNDS) >= _MAX_STEPS:
+            _BOUNDS.clear()
+        _BOUNDS[key] = bounds
+    return bounds.slice(0, n)
 
 
 #: ``0, step, 2 * step, ...`` as Arrow arrays, by step and type, grown as needed.
@@ -160,21 +318,24 @@ def _steps(step: int, n: int, kind: pa.DataType) -> pa.Array:
     return steps.slice(0, n)
 
 
-#: The same value ``n`` times, by value and type, grown as needed.
+#: The same value ``n`` times, by value and type, grown as needed; the least recently
+#: used goes first when there are :data:`_MAX_SAME` (a task reads tens of partitions).
 _SAME: dict[tuple[Any, Any], pa.Array] = {}
+_MAX_SAME = 128
 
 
 def _same(value: Any, n: int, kind: pa.DataType) -> pa.Array:
-    """``value`` ``n`` times as an Arrow array of ``kind`` (a slice of a cached array)."""
+    """``value`` ``n`` times as an Arrow array of ``kind`` (a slice of a cached array):
+    for the values that come back (topic, partition, timestamp type, null)."""
     import pyarrow as pa
 
     key = (value, kind)
-    same = _SAME.get(key)
+    same = _SAME.pop(key, None)
     if same is None or len(same) < n:
-        same = pa.repeat(pa.scalar(value, kind), max(n, 16_384))
-        if len(_SAME) >= _MAX_STEPS:
-            _SAME.clear()
-        _SAME[key] = same
+        same = pa.repeat(pa.scalar(value, kind), max(n, 8192))
+        if len(_SAME) >= _MAX_SAME:
+            del _SAME[next(iter(_SAME))]
+    _SAME[key] = same
     return same.slice(0, n)
 
 

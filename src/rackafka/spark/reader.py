@@ -24,7 +24,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from rackafka.errors import KafkaError, KafkaTimeoutError, OffsetOutOfRangeError
-from rackafka.spark._runs import cut_pieces, pieces_to_arrow
+from rackafka.spark._runs import cut_pieces, pieces_to_batches
 from rackafka.spark.options import (
     CLIENT_RACK_ENV,
     EARLIEST,
@@ -51,7 +51,8 @@ __all__ = [
 
 log = logging.getLogger("rackafka.spark")
 
-# Records per Arrow batch handed to Spark (at most; one decoded fetch may give fewer).
+# Records asked of each getmany (its runs come whole, so it may give more); they become
+# one Arrow batch, or a few (see _runs.pieces_to_batches).
 _MAX_BATCH_RECORDS = 20_000
 # Average value size from which a binary column is joined rather than built value by
 # value (see _binary), and the most bytes one binary array holds (int32 offsets).
@@ -323,8 +324,9 @@ def read_ranges(
     opts: SourceOptions, ranges: Sequence[OffsetRange], schema: pa.Schema
 ) -> Iterator[pa.RecordBatch]:
     """Read the records of ``ranges`` (one per partition at most) with one consumer, and
-    yield them as Arrow record batches of ``schema`` (one per fetch, of one or more
-    partitions).
+    yield them as Arrow record batches of ``schema``: for each ``getmany``, a batch of the
+    runs of same-layout records of each partition (see
+    :func:`~rackafka.spark._runs.pieces_to_batches`) and one of the other records.
 
     The partitions are fetched together, as ``getmany`` does. Offsets that do not hold a
     record (transaction markers, compacted or aborted records under ``read_committed``)
@@ -385,7 +387,7 @@ def read_ranges(
             del todo[tp]
         while todo:
             try:
-                batch, came = _next_batch(run, consumer, todo, report, schema)
+                batches, came = _next_batches(run, consumer, todo, report, schema)
             except OffsetOutOfRangeError as exc:
                 lost = exc.args[0] if exc.args and isinstance(exc.args[0], dict) else {}
                 for tp in [tp for tp in lost if tp in todo] or list(todo):
@@ -398,9 +400,8 @@ def read_ranges(
             now = time.monotonic()
             # The records of the batch are gone now: the quiet point to collect.
             collector.tick()
-            if batch is not None:
-                yield batch
-                batch = None
+            while batches:
+                yield batches.pop(0)
             # Ranges that got nothing: the position may still move past offsets without
             # records (checked when nothing came at all), or the range may be stalled.
             for tp in list(todo):
@@ -429,14 +430,14 @@ def read_ranges(
             publish_report(report, opts.metrics_path)
 
 
-def _next_batch(
+def _next_batches(
     run: Callable[[Any], Any],
     consumer: Any,
     todo: dict[TopicPartition, _Range],
     report: TaskReport,
     schema: pa.Schema,
-) -> tuple[pa.RecordBatch | None, bool]:
-    """The next records of the ranges as an Arrow batch (``None``: no record came), and
+) -> tuple[list[pa.RecordBatch], bool]:
+    """The next records of the ranges as Arrow batches (none: no record came), and
     whether ``getmany`` returned anything. The records exist only inside this call."""
     # record_tuples=True and runs (see _open): the records are plain tuples, offset
     # first, and runs of same-layout records, offset of the last first.
@@ -460,10 +461,10 @@ def _next_batch(
         if got_range.position >= got_range.end:
             _finish(consumer, todo, tp)
     if not parts:
-        return None, bool(got)
-    batch = pieces_to_arrow(parts, schema, parts_to_arrow)
-    report.records += batch.num_rows
-    return batch, bool(got)
+        return [], bool(got)
+    batches = pieces_to_batches(parts, schema, parts_to_arrow)
+    report.records += sum(batch.num_rows for batch in batches)
+    return batches, bool(got)
 
 
 class _Collector:
