@@ -19,6 +19,8 @@ silently ignored); a group by path also covers every test a directory will ever 
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -57,3 +59,31 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             return f"group:{group}" if group else super()._split_scope(nodeid)
 
     return DirectoryGroups(config, log)
+
+
+@pytest.fixture
+def collections() -> Iterator[list[int]]:
+    """The generations the cyclic collector collects during the test, started enabled from
+    the application's usual threshold of 700 (its state is restored afterwards)."""
+    enabled = gc.isenabled()
+    threshold = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    gc.collect()
+    gc.enable()
+    seen: list[int] = []
+
+    def count(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            seen.append(info["generation"])
+
+    gc.callbacks.append(count)
+    try:
+        yield seen
+    finally:
+        gc.callbacks.remove(count)
+        gc.collect(0)
+        gc.set_threshold(*threshold)
+        if enabled:
+            gc.enable()
+        else:
+            gc.disable()

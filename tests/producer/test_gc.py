@@ -6,10 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import Iterator
-from typing import Any
-
-import pytest
 
 from rackafka.producer.accumulator import ProducerBatch
 from rackafka.records import _gc
@@ -19,34 +15,6 @@ from rackafka.testing import EmbeddedCluster
 
 from ._helpers import started_producer
 from .conftest import MakeProducer
-
-
-@pytest.fixture
-def collections() -> Iterator[list[int]]:
-    """The generations collected during the test, from the application's threshold of 700
-    (the collector's state is restored afterwards)."""
-    enabled = gc.isenabled()
-    threshold = gc.get_threshold()
-    gc.set_threshold(700, 10, 10)
-    gc.collect()
-    gc.enable()
-    seen: list[int] = []
-
-    def count(phase: str, info: dict[str, Any]) -> None:
-        if phase == "start":
-            seen.append(info["generation"])
-
-    gc.callbacks.append(count)
-    try:
-        yield seen
-    finally:
-        gc.callbacks.remove(count)
-        gc.collect(0)
-        gc.set_threshold(*threshold)
-        if enabled:
-            gc.enable()
-        else:
-            gc.disable()
 
 
 async def test_records_waiting_for_their_batch_are_not_walked_by_young_collections(

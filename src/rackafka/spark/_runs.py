@@ -13,7 +13,7 @@ record tuples, as the consumer's own decoder does.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import pairwise
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
@@ -272,26 +272,38 @@ def _slice(run: Run, keys: bool) -> pa.Array:
 _BOUNDS: dict[tuple[int, int], pa.Array] = {}
 
 
+def _cached(
+    cache: dict[Any, pa.Array], key: Any, n: int, limit: int, build: Callable[[int], pa.Array]
+) -> pa.Array:
+    """The first ``n`` items of ``cache[key]`` (a slice: no work per item), built by
+    ``build(n)`` when missing or too short; the least recently used entry goes first when
+    the cache holds ``limit``."""
+    array = cache.pop(key, None)
+    if array is None or len(array) < n:
+        array = build(n)
+        if len(cache) >= limit:
+            del cache[next(iter(cache))]
+    cache[key] = array
+    return array.slice(0, n)
+
+
 def _bounds(size: int, length: int, n: int) -> pa.Array:
     """The first ``n`` of the starts and ends of items of ``length`` bytes every ``size``
     bytes, in turn, as an int32 Arrow array (a slice of a cached array)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
-    key = (size, length)
-    bounds = _BOUNDS.get(key)
-    if bounds is None or len(bounds) < n:
+    def build(n: int) -> pa.Array:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
         # Entries past what a run needs may wrap in int32; never used (see _gather).
         count = _steps(1, max(n, 32_768), pa.int32())
         call = pc.call_function
         one = pa.scalar(1, pa.int32())
         halves = call("multiply", [call("shift_right", [count, one]), pa.scalar(size, pa.int32())])
         odd = call("multiply", [call("bit_wise_and", [count, one]), pa.scalar(length, pa.int32())])
-        bounds = call("add", [halves, odd])
-        if len(_BOUNDS) >= _MAX_STEPS:
-            _BOUNDS.clear()
-        _BOUNDS[key] = bounds
-    return bounds.slice(0, n)
+        return call("add", [halves, odd])
+
+    return _cached(_BOUNDS, (size, length), n, _MAX_STEPS, build)
 
 
 #: ``0, step, 2 * step, ...`` as Arrow arrays, by step and type, grown as needed.
@@ -302,20 +314,17 @@ _MAX_STEPS = 16
 def _steps(step: int, n: int, kind: pa.DataType) -> pa.Array:
     """The ``n`` numbers ``0, step, 2 * step, ...`` of type ``kind`` (a slice of a
     cached array: no work per item)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
-    key = (step, kind)
-    steps = _STEPS.get(key)
-    if steps is None or len(steps) < n:
+    def build(n: int) -> pa.Array:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
         # Entries past what a run needs may wrap in int32; never used (a run fits a batch).
         size = max(n, 16_384)
         counts = pc.call_function("cumulative_sum", [pa.repeat(pa.scalar(step, kind), size - 1)])
-        steps = pa.concat_arrays([pa.array([0], kind), counts])
-        if len(_STEPS) >= _MAX_STEPS:
-            _STEPS.clear()
-        _STEPS[key] = steps
-    return steps.slice(0, n)
+        return pa.concat_arrays([pa.array([0], kind), counts])
+
+    return _cached(_STEPS, (step, kind), n, _MAX_STEPS, build)
 
 
 #: The same value ``n`` times, by value and type, grown as needed; the least recently
@@ -327,16 +336,13 @@ _MAX_SAME = 128
 def _same(value: Any, n: int, kind: pa.DataType) -> pa.Array:
     """``value`` ``n`` times as an Arrow array of ``kind`` (a slice of a cached array):
     for the values that come back (topic, partition, timestamp type, null)."""
-    import pyarrow as pa
 
-    key = (value, kind)
-    same = _SAME.pop(key, None)
-    if same is None or len(same) < n:
-        same = pa.repeat(pa.scalar(value, kind), max(n, 8192))
-        if len(_SAME) >= _MAX_SAME:
-            del _SAME[next(iter(_SAME))]
-    _SAME[key] = same
-    return same.slice(0, n)
+    def build(n: int) -> pa.Array:
+        import pyarrow as pa
+
+        return pa.repeat(pa.scalar(value, kind), max(n, 8192))
+
+    return _cached(_SAME, (value, kind), n, _MAX_SAME, build)
 
 
 _ZIGZAG_MICROS: list[pa.Array] = []
