@@ -664,10 +664,14 @@ async def test_no_auto_commit_commits_nothing(embedded_cluster: EmbeddedCluster)
 # -- 3. CommitFailedError -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("code", [ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS])
+@pytest.mark.parametrize("code", [ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID])
 async def test_commit_failed_then_rejoin_and_continue(
     embedded_cluster: EmbeddedCluster, code: int
 ) -> None:
+    # The coordinator says the member is not in the generation it still has: the commit
+    # cannot succeed (CommitFailedError, as Java's and aiokafka's); the member joins
+    # again, keeping its member id after ILLEGAL_GENERATION (as Java: no ghost for the
+    # coordinator to wait for), as a new member after UNKNOWN_MEMBER_ID.
     c = embedded_cluster
     c.create_topic("cf", partitions=2, replication_factor=3)
     first = await c.aproduce("cf", 100, value_size=10, partition="spread")
@@ -677,10 +681,18 @@ async def test_commit_failed_then_rejoin_and_continue(
     poller = Poller(consumer).start()
     try:
         await wait_until(lambda: len(poller.seen) >= 100, 15, "the first records")
+        member = consumer._coordinator.state.member_id  # type: ignore[union-attr]
         c.start_request_tracking()
         c.push_request_errors("OffsetCommit", code)
         with pytest.raises(CommitFailedError):
             await asyncio.wait_for(consumer.commit(), 10)
+        await wait_until(
+            lambda: consumer._coordinator.state.generation_id >= 0,  # type: ignore[union-attr]
+            10,
+            "a new generation",
+        )
+        after = consumer._coordinator.state.member_id  # type: ignore[union-attr]
+        assert (after == member) is (code == ILLEGAL_GENERATION), (member, after)
         # The member joins again (a new JoinGroup/SyncGroup round) ...
         await wait_until(lambda: bool(c.requests("SyncGroup")), 10, "a new join round")
         await wait_until(lambda: len(consumer.assignment()) == 2, 10, "the assignment back")
@@ -696,6 +708,35 @@ async def test_commit_failed_then_rejoin_and_continue(
         await stop_all(poller, consumer)
     assert not poller.errors
     assert c.requests("JoinGroup")
+
+
+async def test_commit_answered_rebalance_in_progress_commits_after_the_rebalance(
+    embedded_cluster: EmbeddedCluster,
+) -> None:
+    # REBALANCE_IN_PROGRESS: the group rebalances; the member joins the new generation and
+    # the commit goes through with it (nothing reaches the application).
+    c = embedded_cluster
+    c.create_topic("cr", partitions=2, replication_factor=3)
+    await c.aproduce("cr", 100, value_size=10, partition="spread")
+    consumer = group_consumer(c, "g-cr", enable_auto_commit=False)
+    consumer.subscribe(["cr"])
+    await consumer.start()
+    poller = Poller(consumer).start()
+    try:
+        await wait_until(lambda: len(poller.seen) >= 100, 15, "the first records")
+        await poller.stop()
+        generation = consumer._coordinator.state.generation_id  # type: ignore[union-attr]
+        c.start_request_tracking()
+        c.push_request_errors("OffsetCommit", REBALANCE_IN_PROGRESS)
+        await asyncio.wait_for(consumer.commit(), 15)
+        assert consumer._coordinator.state.generation_id > generation  # type: ignore[union-attr]
+        assert len(c.requests("OffsetCommit")) == 2  # refused, then sent again
+        assert c.requests("JoinGroup") and c.requests("SyncGroup")
+        for tp in tps("cr", range(2)):
+            assert await consumer.committed(tp) == 50  # the positions when commit() was called
+    finally:
+        await stop_all(poller, consumer)
+    assert not poller.errors
 
 
 # -- 4. coordinator errors -----------------------------------------------------------------

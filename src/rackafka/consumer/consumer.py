@@ -678,8 +678,13 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
 
         Raises:
             IllegalOperation: the consumer has no ``group_id``.
-            CommitFailedError: the group rebalanced; the partitions may belong
-                to another member now.
+            CommitFailedError: the member is no longer in the group's generation
+                (it was removed), or partitions given explicitly went to another
+                member in a rebalance (the others are committed).  A commit made
+                while the group rebalances waits for the rebalance to end and then
+                commits the partitions the member still owns.
+            RebalanceInProgressError: the group was still rebalancing when the
+                commit's time ran out.
             FencedInstanceIdError: another consumer with this ``group_instance_id``
                 took this static member's place (the consumer must be closed).
             ValueError: ``offsets`` is malformed.
@@ -696,8 +701,17 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
             if not self._subs.topics and self._pattern is None and not self._manual:
                 raise IllegalStateError("Not subscribed to any topics")
             assigned = self.assignment()
+        # While the group rebalances, partitions given back are not assigned for a moment:
+        # the commit goes on with what the member owns once the round is over.
+        rebalancing = group.rebalancing and not group.in_listener()
         if not assigned:
-            raise IllegalStateError("No partitions assigned")
+            if not rebalancing:
+                raise IllegalStateError("No partitions assigned")
+            if offsets is None:
+                # Nothing consumed to commit (the eager protocol revoked it all); yield
+                # once all the same, as a commit that goes to the coordinator would.
+                await asyncio.sleep(0)
+                return
         if offsets is None:
             to_commit = group.consumed_offsets()
         else:
@@ -722,11 +736,11 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
                         raise TypeError("Metadata should be a string")
                 if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
                     raise ValueError(f"offset for {tp} must be an int >= 0, not {offset!r}")
-                if tp not in assigned:
+                if tp not in assigned and not rebalancing:
                     raise IllegalStateError(f"Partition {tp} is not assigned")
                 to_commit[tp] = OffsetAndMetadata(offset, metadata)
         if to_commit:
-            await group.commit(to_commit)
+            await group.commit(to_commit, positions=offsets is None)
 
     async def committed(self, partition: TopicPartition) -> int | None:
         """The last committed offset of ``partition`` (``None`` when there is none).

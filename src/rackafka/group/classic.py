@@ -28,13 +28,16 @@ from typing import Any
 from rackafka.cluster import ClusterMetadata
 from rackafka.errors import (
     IllegalStateError,
+    InconsistentGroupProtocolError,
     KafkaError,
     MemberIdRequired,
+    RebalanceInProgressError,
+    UnknownMemberIdError,
     for_code,
 )
 from rackafka.group.assignors import AssignmentInput, MemberSubscription, PartitionReplicas
 from rackafka.group.listeners import Listeners
-from rackafka.group.session import CoordinatorGone, GroupSession, GroupState
+from rackafka.group.session import CoordinatorGone, GroupSession, GroupState, Rejoin
 from rackafka.protocol.apis.consumer_protocol import (
     decode_assignment,
     decode_subscription,
@@ -64,6 +67,8 @@ class ClassicProtocol:
         self._listeners = listeners
         self._assignors = {a.name: a for a in assignors}
         self._assignor_order = [a.name for a in assignors]
+        #: The next join round starts by revoking (eager) or telling the listener.
+        self._needs_prepare = True
 
     @property
     def sends_leave(self) -> bool:
@@ -86,26 +91,41 @@ class ClassicProtocol:
         if session.pattern is not None:
             session.pattern()
         current = {t: len(cluster.partitions_for_topic(t) or ()) for t in session.subs.topics}
-        if current != session.joined_topics:
+        if current == session.joined_topics:
+            return
+        if set(current) != set(session.joined_topics):
             log.info("group %s: subscribed topics changed, rejoining", session.group_id)
+            session.rejoin_soon()
+        elif session.state.is_leader:
+            # As Java: the leader, who assigned the partitions it knew of, joins again when
+            # a topic's partition count changes (one rebalance, not one per member).
+            log.info("group %s: partition counts changed, rejoining", session.group_id)
             session.rejoin_soon()
 
     # -- heartbeat and leave ---------------------------------------------------------------
 
     async def heartbeat(self) -> None:
         session = self._session
+        sent = session.state
         resp = await session.send(
             HEARTBEAT,
             HEARTBEAT.Request(
                 group_id=session.group_id,
-                generation_id=session.state.generation_id,
-                member_id=session.state.member_id,
+                generation_id=sent.generation_id,
+                member_id=sent.member_id,
                 group_instance_id=session.group_instance_id,
             ),
+            # As Java's session timer: a coordinator that does not answer within the
+            # session is looked up again (it may have moved while this one froze).
+            timeout=session.session_timeout_ms / 1000,
         )
-        if resp.error_code and for_code(resp.error_code).coordinator_loading:
-            return
-        session.check(resp.error_code, "Heartbeat")
+        if resp.error_code:
+            err = for_code(resp.error_code)
+            if err.coordinator_loading:
+                return
+            if err.member_fenced and not session.current(sent):
+                return  # about a generation the member has already left: ignored
+        session.check(resp.error_code, "Heartbeat", sent)
 
     async def leave(self) -> None:
         session = self._session
@@ -147,10 +167,54 @@ class ClassicProtocol:
         return assignor is not None and _is_cooperative(assignor)
 
     async def join(self) -> None:
-        """Revoke (eager), JoinGroup, assign (leader), SyncGroup, take the assignment."""
+        """Revoke (eager), JoinGroup, assign (leader), SyncGroup, take the assignment.
+
+        A round that fails part-way (the coordinator moved, the group started another
+        rebalance) is started again by the loop without revoking or telling the listener
+        a second time.
+        """
+        session = self._session
+        session.begin_rebalance()
+        if self._needs_prepare or (session.state.generation_id < 0 and session.subs.assigned()):
+            await self._prepare()
+            self._needs_prepare = False
+        topics = await session.subscribed_topics()
+        join = await self._join(topics)
+        joined = session.state
+        if join.leader == join.member_id:
+            assignments = await self._lead(join)
+        else:
+            assignments = {}
+        session.completing = True
+        try:
+            assigned = await self._sync(joined, assignments)
+        finally:
+            session.completing = False
+        if session.pending_leave is not None:
+            self._needs_prepare = True
+            return  # unsubscribed meanwhile: this assignment is not taken, the loop leaves
+        if not session.current(joined):
+            raise Rejoin()  # (the membership changed under the round: another one)
+        session.need_rejoin = False
+        session.rebalances += 1
+        await self._apply(joined, assigned)
+        self._needs_prepare = True
+        # (a cooperative follow-up round, if any, starts its own: commits meanwhile go
+        # with this generation, which the coordinator accepts until that round's JoinGroup)
+        session.end_rebalance()
+
+    async def _prepare(self) -> None:
+        """Before a join round: give up what the member cannot keep through it."""
         session = self._session
         owned = session.subs.assigned()
-        if not self._cooperative():
+        if owned and session.state.generation_id < 0:
+            # The member lost its generation (the coordinator said so): its partitions
+            # may belong to others already; nothing is committed (as Java: lost).
+            log.info(
+                "group %s: partitions lost with the generation: %s", session.group_id, sorted(owned)
+            )
+            await self._listeners.lose(owned)
+        elif not self._cooperative():
             if owned:
                 # Eager: give everything back before joining.
                 await self._listeners.revoke(owned)
@@ -158,18 +222,6 @@ class ClassicProtocol:
                 # As aiokafka (and Java's eager protocol): the listener hears of every
                 # rebalance before it starts, with nothing to give back the first time.
                 await self._listeners.tell_revoked(set())
-        topics = await session.subscribed_topics()
-        join = await self._join(topics)
-        if join.leader == join.member_id:
-            assignments = await self._lead(join)
-        else:
-            assignments = {}
-        assigned = await self._sync(assignments)
-        if session.pending_leave is not None:
-            return  # unsubscribed meanwhile: this assignment is not taken, the loop leaves
-        session.need_rejoin = False
-        session.rebalances += 1
-        await self._apply(assigned)
 
     async def _join(self, topics: list[str]) -> Any:
         session = self._session
@@ -195,6 +247,7 @@ class ClassicProtocol:
             for name in self._assignor_order
         ]
         backoff = session.retry.start()
+        unknown = False
         while True:
             request = JOIN_GROUP.Request(
                 group_id=session.group_id,
@@ -213,7 +266,21 @@ class ClassicProtocol:
             if resp.error_code:
                 err = for_code(resp.error_code)
                 if issubclass(err, MemberIdRequired):
-                    session.state.member_id = resp.member_id
+                    # KIP-394: join again at once with the id the coordinator gave.
+                    session.state = GroupState(resp.member_id)
+                    continue
+                if issubclass(err, UnknownMemberIdError) and session.state.member_id:
+                    # The coordinator forgot this id: join again at once as a new member.
+                    session.reset_generation(
+                        session.state, keep_member_id=False, why="JoinGroup UNKNOWN_MEMBER_ID"
+                    )
+                    if unknown:
+                        await asyncio.sleep(backoff.next())
+                    unknown = True
+                    continue
+                if issubclass(err, RebalanceInProgressError):
+                    # The coordinator could not complete the round yet (as Java: retry).
+                    await asyncio.sleep(backoff.next())
                     continue
                 if err.coordinator_loading:
                     await asyncio.sleep(backoff.next())
@@ -298,24 +365,40 @@ class ClassicProtocol:
             )
         return out
 
-    async def _sync(self, assignments: Mapping[str, bytes]) -> set[TopicPartition]:
+    async def _sync(
+        self, joined: GroupState, assignments: Mapping[str, bytes]
+    ) -> set[TopicPartition]:
+        """SyncGroup for the generation ``joined`` (the JoinGroup's answer): its member
+        id, generation and protocol name, whatever happens to the session meanwhile."""
         session = self._session
         backoff = session.retry.start()
         while True:
             request = SYNC_GROUP.Request(
                 group_id=session.group_id,
-                generation_id=session.state.generation_id,
-                member_id=session.state.member_id,
+                generation_id=joined.generation_id,
+                member_id=joined.member_id,
                 group_instance_id=session.group_instance_id,
                 protocol_type=PROTOCOL_TYPE,
-                protocol_name=session.state.protocol,
+                protocol_name=joined.protocol,
                 assignments=[{"member_id": m, "assignment": a} for m, a in assignments.items()],
             )
             resp = await session.send(SYNC_GROUP, request)
             if resp.error_code and for_code(resp.error_code).coordinator_loading:
                 await asyncio.sleep(backoff.next())
                 continue
-            session.check(resp.error_code, "SyncGroup")
+            session.check(resp.error_code, "SyncGroup", joined)
+            # SyncGroup v5+ names the protocol: one the member did not join with is a
+            # group of members with different assignors (fatal, as in Java).
+            protocol_type = getattr(resp, "protocol_type", None)
+            protocol_name = getattr(resp, "protocol_name", None)
+            if (protocol_type is not None and protocol_type != PROTOCOL_TYPE) or (
+                protocol_name is not None and protocol_name != joined.protocol
+            ):
+                raise InconsistentGroupProtocolError(
+                    f"SyncGroup for group {session.group_id}: the coordinator chose "
+                    f"{protocol_type}/{protocol_name}, the member joined with "
+                    f"{PROTOCOL_TYPE}/{joined.protocol}"
+                )
             assigned: set[TopicPartition] = set()
             if resp.assignment:
                 try:
@@ -330,20 +413,21 @@ class ClassicProtocol:
                     for a in value.assigned_partitions
                     for p in a.partitions
                 }
-            assignor = self._assignors.get(session.state.protocol or "")
+            assignor = self._assignors.get(joined.protocol or "")
             if assignor is not None and hasattr(assignor, "on_assignment"):
-                assignor.on_assignment(sorted(assigned), session.state.generation_id)
+                assignor.on_assignment(sorted(assigned), joined.generation_id)
             return assigned
 
-    async def _apply(self, assigned: set[TopicPartition]) -> None:
+    async def _apply(self, joined: GroupState, assigned: set[TopicPartition]) -> None:
         session = self._session
         listeners = self._listeners
         owned = session.subs.assigned()
         revoked = owned - assigned
         added = assigned - owned
+        cooperative = self._cooperative()
         if revoked:
             await listeners.revoke(revoked)
-            if self._cooperative():
+            if cooperative:
                 # KIP-429: the partitions given up go to their new owner in a follow-up round.
                 session.need_rejoin = True
         # New partitions start from their committed offsets (the fetcher looks them up).
@@ -352,12 +436,12 @@ class ClassicProtocol:
         log.info(
             "group %s generation %d: assigned %s",
             session.group_id,
-            session.state.generation_id,
+            joined.generation_id,
             sorted(assigned),
         )
         # After every rebalance, as Kafka's Java consumer: with the cooperative protocol
         # only the partitions added, an empty set when there are none (KIP-429).
-        await listeners.tell_assigned(added if self._cooperative() else assigned)
+        await listeners.tell_assigned(added if cooperative else assigned)
 
 
 def _is_cooperative(assignor: Any) -> bool:

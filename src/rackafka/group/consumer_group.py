@@ -37,7 +37,7 @@ import uuid
 from typing import Any
 
 from rackafka.cluster import ClusterMetadata
-from rackafka.errors import KafkaError, UnsupportedVersionError, for_code
+from rackafka.errors import BrokerResponseError, KafkaError, UnsupportedVersionError, for_code
 from rackafka.group.coordinator import GroupCoordinator
 from rackafka.group.listeners import Listeners
 from rackafka.group.session import GROUP_CHANNEL, CoordinatorGone, GroupSession, GroupState, Rejoin
@@ -97,6 +97,14 @@ class ConsumerGroupProtocol:
         self._sent: tuple[list[str], str | None] | None = None
         #: The pauses while the coordinator is loading.
         self._loading = session.retry.start()
+        session.member_gone = self._member_gone
+
+    def _member_gone(self, sent: GroupState, err: type[BrokerResponseError]) -> None:
+        """A commit answered that the member is not in the epoch it sent: if that is still
+        its epoch, a heartbeat now learns what the coordinator thinks (and joins again if
+        the member was fenced); an answer about an older epoch changes nothing."""
+        if self._session.current(sent):
+            self._session.heartbeat_now()
 
     @property
     def sends_leave(self) -> bool:
@@ -137,6 +145,7 @@ class ConsumerGroupProtocol:
         """Join: a heartbeat with epoch 0 and every field."""
         session = self._session
         listeners = self._listeners
+        session.begin_rebalance()
         topics = await session.subscribed_topics()
         if not topics and not session.subs.regex:
             # Nothing to subscribe to (a pattern that matches no topic yet): no member
@@ -147,6 +156,7 @@ class ConsumerGroupProtocol:
                 await self.leave()
             listeners.assign(set(), set())
             listeners.assigned_event.set()
+            session.end_rebalance()
             session.wakeup.clear()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(session.wakeup.wait(), _IDLE_SUBSCRIPTION_S)
@@ -159,6 +169,7 @@ class ConsumerGroupProtocol:
             return
         session.need_rejoin = False
         session.rebalances += 1
+        session.end_rebalance()
 
     async def heartbeat(self) -> None:
         session = self._session

@@ -175,6 +175,7 @@ class GroupCoordinator:
     def start(self) -> None:
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._run())
+            self.session.loop_task = self._task
 
     async def close(self, timeout: float = 10.0) -> None:
         """Commit (with auto commit), leave the group (unless static), stop."""
@@ -183,6 +184,7 @@ class GroupCoordinator:
         self._client.cluster.remove_listener(self._on_metadata)
         if self._task is not None:
             await cancel_and_wait([self._task])
+        session.end_rebalance()
         leave, session.pending_leave = session.pending_leave, None
         commit: Coroutine[Any, Any, None] | None = None
         if self.offsets.auto_commit and session.state.generation_id >= 0:
@@ -301,9 +303,17 @@ class GroupCoordinator:
         """Commit the positions that changed since the last commit."""
         await self.offsets.commit_positions(partitions)
 
-    async def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+    async def commit(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata], *, positions: bool = False
+    ) -> None:
         """Commit ``offsets`` for the current generation (see :meth:`GroupOffsets.commit`)."""
-        await self.offsets.commit(offsets)
+        await self.offsets.commit(offsets, positions=positions)
+
+    @property
+    def rebalancing(self) -> bool:
+        """Whether a join round is under way or due (commits wait for its end)."""
+        session = self.session
+        return session.managed and (session.rebalancing or not session.settled.is_set())
 
     async def fetch_committed(
         self, partitions: Iterable[TopicPartition]
@@ -326,6 +336,7 @@ class GroupCoordinator:
             try:
                 if session.fenced is not None:
                     # Fenced: nothing more is sent to the group (see _fenced_out).
+                    session.end_rebalance()
                     await self._sleep_until_woken()
                     continue
                 if session.pending_leave is not None:
@@ -334,11 +345,13 @@ class GroupCoordinator:
                 if session.unsubscribed:
                     # Out of the group with nothing subscribed: no heartbeats, no commits,
                     # until request_rejoin() (subscribe()) wakes us.
+                    session.end_rebalance()
                     await self._sleep_until_woken()
                     self._last_poll = time.monotonic()  # (the poll timer starts again)
                     continue
                 if self._poll_timed_out:
                     # Out of the group until the application polls again (polled() wakes us).
+                    session.end_rebalance()
                     await self._sleep_until_woken()
                     continue
                 await session.ensure_coordinator()
@@ -398,6 +411,7 @@ class GroupCoordinator:
                 else:
                     log.error("group %s: %s", self.group_id, exc)
                     self._fatal = exc
+                    session.end_rebalance()
                     self.listeners.assigned_event.set()
                     await asyncio.sleep(max(self._errors.next(), _FATAL_PAUSE_S))
             except Exception as exc:
@@ -407,6 +421,7 @@ class GroupCoordinator:
                 log.error("group %s: rebalance failed: %r", self.group_id, exc)
                 self._fatal = exc
                 session.need_rejoin = True
+                session.end_rebalance()
                 self.listeners.assigned_event.set()
                 await asyncio.sleep(max(self._errors.next(), _FATAL_PAUSE_S))
 
@@ -418,6 +433,7 @@ class GroupCoordinator:
         session.fenced = exc
         session.state = GroupState()
         session.need_rejoin = False
+        session.end_rebalance()
         owned = set(self.listeners.owned)
         if owned:
             await self.listeners.lose(owned)
@@ -457,6 +473,7 @@ class GroupCoordinator:
                 await self.protocol.leave()
         # (a static classic member keeps its place until its session times out, as in Java)
         session.state = GroupState()
+        session.end_rebalance()
         session.joined_topics = {}
         self.offsets.committed.clear()
         self._poll_timed_out = False

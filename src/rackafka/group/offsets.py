@@ -18,12 +18,14 @@ Retries wait by the group's backoff policy, for 30 seconds at the most.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from rackafka.errors import (
+    BrokerResponseError,
     CommitFailedError,
     KafkaConnectionError,
     KafkaTimeoutError,
@@ -45,6 +47,16 @@ from rackafka.protocol.apis.offset_fetch import OFFSET_FETCH
 from rackafka.structs import OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger("rackafka.group")
+
+
+class _Refused(Exception):
+    """Internal: the coordinator refused a commit for the generation it was sent with."""
+
+    def __init__(self, error: type[BrokerResponseError]) -> None:
+        super().__init__(error.__name__)
+        self.error = error
+        self.rebalancing = issubclass(error, RebalanceInProgressError)
+
 
 #: How long commit() and fetch_committed() retry before they give up, in seconds.
 _RETRY_FOR_S = 30
@@ -128,24 +140,63 @@ class GroupOffsets:
         if offsets:
             await self.commit(offsets)
 
-    async def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
-        """Commit ``offsets`` for the current generation.
+    async def commit(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata], *, positions: bool = False
+    ) -> None:
+        """Commit ``offsets`` for the member's generation.
+
+        While the group rebalances the commit is not lost: sent before the member's
+        JoinGroup is answered it carries the generation the coordinator still accepts;
+        between JoinGroup and SyncGroup (when the coordinator refuses commits) it waits
+        for the round's end; answered for a generation the member has already left
+        (``ILLEGAL_GENERATION``, ``UNKNOWN_MEMBER_ID``, ``REBALANCE_IN_PROGRESS``, a stale
+        KIP-848 epoch) it is sent again, once the round is over, with the partitions the
+        member still owns. A late answer never resets a newer membership.
+
+        Arguments:
+            offsets: the offsets to commit.
+            positions: the offsets are the member's positions (``commit()`` without
+                arguments): those of partitions revoked meanwhile are left out without
+                an error (their new owner reads on from the last commit).
 
         Raises:
-            CommitFailedError: the generation is gone (a rebalance happened);
-                the partitions may belong to another member now.
+            CommitFailedError: the member is no longer in the generation it committed
+                for and is not in a newer one (it was removed from the group), or
+                (``positions`` False) some partitions are no longer its own (the others
+                are committed first).
+            RebalanceInProgressError: the group was still rebalancing when the commit's
+                time (30 s) ran out.
+            KafkaTimeoutError: the coordinator could not be reached in that time.
         """
         session = self._session
         session.raise_if_fenced()
         deadline = time.monotonic() + _RETRY_FOR_S
         backoff = session.retry.start()
+        pending = dict(offsets)
+        not_owned: set[TopicPartition] = set()
+        # The membership loop (auto commit, a revocation, a listener) never waits for a
+        # round to end: it is the one that would end it.
+        waits = session.managed and not session.in_loop()
         while True:
+            if waits and session.completing:
+                pending = await self._after_rebalance(pending, not_owned, deadline)
+            if not pending:
+                break
+            sent = session.state
+            if session.managed and sent.generation_id < 0 and not session.in_loop():
+                if not session.rebalancing:
+                    raise CommitFailedError(
+                        "Commit cannot be completed since the consumer is not part of an "
+                        "active group; it will join again at its next poll"
+                    )
+                pending = await self._after_rebalance(pending, not_owned, deadline)
+                continue
             try:
                 await session.ensure_coordinator()
-                await self._commit_once(offsets)
-                for tp, meta in offsets.items():
+                await self._commit_once(pending, sent)
+                for tp, meta in pending.items():
                     self.committed[tp] = meta.offset
-                return
+                break
             except CoordinatorGone:
                 session.coordinator_dead()
             except StaleEpoch:
@@ -156,17 +207,74 @@ class GroupOffsets:
                     raise CommitFailedError(
                         "Commit cannot be completed since the member left the group"
                     ) from None
-            except Rejoin:
-                session.rejoin_soon()
-                raise CommitFailedError(
-                    "Commit cannot be completed since the group has already rebalanced "
-                    "and assigned the partitions to another member"
-                ) from None
+                continue
+            except _Refused as refused:
+                moved = not session.current(sent) or session.rebalancing
+                if not moved and refused.rebalancing:
+                    # The group started a rebalance this member has not heard of yet:
+                    # join it, then commit what the member still owns.
+                    session.rejoin_soon()
+                    moved = True
+                if not moved:
+                    # Removed from the group in the generation it still has.
+                    session.member_gone(sent, refused.error)
+                    raise CommitFailedError(
+                        "Commit cannot be completed since the group has already rebalanced "
+                        "and assigned the partitions to another member"
+                    ) from None
+                if not waits:
+                    raise CommitFailedError(
+                        "Commit cannot be completed since the group is rebalancing"
+                    ) from None
+                pending = await self._after_rebalance(pending, not_owned, deadline)
+                continue
             if time.monotonic() > deadline:
                 raise KafkaTimeoutError(f"commit for group {session.group_id} timed out")
             await asyncio.sleep(backoff.next())
+        if not_owned and not positions:
+            raise CommitFailedError(
+                f"Commit of {sorted(not_owned)} cannot be completed since the group has "
+                "rebalanced and assigned them to another member"
+            )
 
-    async def _commit_once(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+    async def _after_rebalance(
+        self,
+        pending: dict[TopicPartition, OffsetAndMetadata],
+        not_owned: set[TopicPartition],
+        deadline: float,
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        """Wait for the join round under way (or due) to end, then keep the offsets of
+        partitions the member still owns (the others go to ``not_owned``)."""
+        session = self._session
+        while not session.settled.is_set() and session.managed:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise RebalanceInProgressError(
+                    f"Offset commit for group {session.group_id} cannot be completed since "
+                    "the group is executing a rebalance at the moment; call getmany() and "
+                    "commit again"
+                )
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(session.settled.wait(), min(remaining, 1.0))
+        if session.state.generation_id < 0 or not session.managed:
+            raise CommitFailedError(
+                "Commit cannot be completed since the member left the group while it rebalanced"
+            )
+        owned = session.subs.assigned()
+        kept = {tp: meta for tp, meta in pending.items() if tp in owned}
+        lost = set(pending) - set(kept)
+        if lost:
+            log.info(
+                "group %s: commit of %s left out: no longer this member's after the rebalance",
+                session.group_id,
+                sorted(lost),
+            )
+            not_owned.update(lost)
+        return kept
+
+    async def _commit_once(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata], sent: GroupState
+    ) -> None:
         session = self._session
         by_topic: dict[str, list[dict[str, Any]]] = {}
         epochs = {s.tp: s.position_epoch for s in session.subs.states()}
@@ -179,11 +287,11 @@ class GroupOffsets:
                     "committed_metadata": meta.metadata or "",
                 }
             )
-        in_group = session.state.generation_id >= 0
+        in_group = sent.generation_id >= 0
         request = OFFSET_COMMIT.Request(
             group_id=session.group_id,
-            generation_id_or_member_epoch=session.state.generation_id if in_group else -1,
-            member_id=session.state.member_id if in_group else "",
+            generation_id_or_member_epoch=sent.generation_id if in_group else -1,
+            member_id=sent.member_id if in_group else "",
             group_instance_id=session.group_instance_id if in_group else None,
             topics=[{"name": t, "partitions": p} for t, p in by_topic.items()],
         )
@@ -196,12 +304,9 @@ class GroupOffsets:
                         raise CoordinatorGone()
                     if issubclass(err, StaleMemberEpochError):
                         raise StaleEpoch()
-                    if err.member_fenced:
-                        session.state = GroupState()
-                        raise Rejoin()
-                    if issubclass(err, RebalanceInProgressError):
-                        raise Rejoin()
-                session.check(p.error_code, f"OffsetCommit of {t.name}-{p.partition_index}")
+                    if err.member_fenced or issubclass(err, RebalanceInProgressError):
+                        raise _Refused(err)
+                session.check(p.error_code, f"OffsetCommit of {t.name}-{p.partition_index}", sent)
 
     # -- committed offsets -----------------------------------------------------------------
 

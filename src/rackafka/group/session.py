@@ -36,6 +36,7 @@ from rackafka.errors import (
     KafkaError,
     KafkaTimeoutError,
     RebalanceInProgressError,
+    UnknownMemberIdError,
     for_code,
     is_retriable,
 )
@@ -60,9 +61,14 @@ class StaleEpoch(Exception):
     """Internal: a commit carried an older member epoch (KIP-848): retry with the current one."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class GroupState:
-    """Membership as the coordinator last told it."""
+    """Membership as the coordinator last told it (a value: a new one replaces it).
+
+    Every request to the coordinator is sent with the state current then and its answer
+    is judged against that state (:meth:`GroupSession.current`): an answer about an older
+    generation never changes a newer one.
+    """
 
     member_id: str = ""
     generation_id: int = -1
@@ -176,10 +182,95 @@ class GroupSession:
         #: The topics (and their partition counts) of the last join.
         self.joined_topics: dict[str, int] = {}
         self.rebalances = 0
+        #: A join round is under way: from its start (revocation, JoinGroup) until the
+        #: assignment it brought is taken (or the member gives the group up).
+        self.rebalancing = False
+        #: Between a JoinGroup answered and its SyncGroup answered: the coordinator refuses
+        #: commits then (REBALANCE_IN_PROGRESS), so commits wait for the round's end.
+        self.completing = False
+        #: Set whenever no join round is under way (commits waiting for one wake up).
+        self.settled = asyncio.Event()
+        self.settled.set()
+        #: The membership loop's task (requests it sends never wait for a round to end).
+        self.loop_task: asyncio.Task[None] | None = None
+        #: What an answer saying that the member is not in the generation it sent
+        #: (``UNKNOWN_MEMBER_ID``, ``ILLEGAL_GENERATION``, ``FENCED_MEMBER_EPOCH``) does:
+        #: set by the group protocol (classic: :meth:`reset_generation`).
+        self.member_gone: Callable[[GroupState, type[BrokerResponseError]], None] = (
+            self._reset_on_answer
+        )
+
+    # -- the membership's generations ----------------------------------------------------------
+
+    def current(self, sent: GroupState) -> bool:
+        """Whether ``sent`` (the state a request was sent with) is still the membership."""
+        state = self.state
+        return sent.generation_id == state.generation_id and sent.member_id == state.member_id
+
+    @property
+    def managed(self) -> bool:
+        """Whether the group assigns this member's partitions (a membership loop runs)."""
+        task = self.loop_task
+        return task is not None and not task.done() and not self.unsubscribed
+
+    def in_loop(self) -> bool:
+        """Whether the caller is the membership loop (or a listener it calls)."""
+        return self.loop_task is not None and asyncio.current_task() is self.loop_task
+
+    def begin_rebalance(self) -> None:
+        """A join round starts."""
+        self.rebalancing = True
+        self.settled.clear()
+
+    def end_rebalance(self) -> None:
+        """The join round is over: its assignment is taken, or the member is out of the
+        group (left, fenced, a fatal error)."""
+        self.rebalancing = False
+        self.completing = False
+        self.settled.set()
+
+    def reset_generation(self, sent: GroupState, *, keep_member_id: bool, why: str) -> bool:
+        """Forget the generation ``sent`` was part of and join again, if it is still the
+        current one; an answer about an older generation changes nothing.
+
+        The member id is kept unless the coordinator does not know it (as Kafka's Java
+        client: the coordinator would otherwise wait for the old id until the rebalance
+        timeout). Returns whether the membership was reset.
+        """
+        if not self.current(sent) or (sent.generation_id < 0 and not sent.member_id):
+            log.debug(
+                "group %s: %s about generation %d of %s ignored (now generation %d of %s)",
+                self.group_id,
+                why,
+                sent.generation_id,
+                sent.member_id,
+                self.state.generation_id,
+                self.state.member_id,
+            )
+            return False
+        log.info(
+            "group %s: %s: member %s is out of generation %d, joining again%s",
+            self.group_id,
+            why,
+            sent.member_id,
+            sent.generation_id,
+            " with the same member id" if keep_member_id else " as a new member",
+        )
+        self.state = GroupState(sent.member_id if keep_member_id else "")
+        self.rejoin_soon()
+        return True
+
+    def _reset_on_answer(self, sent: GroupState, err: type[BrokerResponseError]) -> None:
+        self.reset_generation(
+            sent,
+            keep_member_id=not issubclass(err, UnknownMemberIdError),
+            why=f"{err.__name__}",
+        )
 
     def rejoin_soon(self) -> None:
-        """Join again at the membership loop's next turn."""
+        """Join again at the membership loop's next turn (commits wait for that round)."""
         self.need_rejoin = True
+        self.settled.clear()
         self.wakeup.set()
 
     def heartbeat_now(self) -> None:
@@ -240,8 +331,12 @@ class GroupSession:
             log.debug("group %s: %s to coordinator failed: %s", self.group_id, api.name, exc)
             raise CoordinatorGone() from exc
 
-    def check(self, code: int, what: str) -> None:
-        """Turn a group error code into the right reaction (raises)."""
+    def check(self, code: int, what: str, sent: GroupState | None = None) -> None:
+        """Turn a group error code into the right reaction (raises).
+
+        ``sent``: the membership the request was sent with (default: the current one);
+        a member error about it resets the membership only if it is still current.
+        """
         if code == 0:
             return
         err = for_code(code)
@@ -255,14 +350,7 @@ class GroupSession:
                 f"group_instance_id {self.group_instance_id!r} took this member's place"
             )
         if err.member_fenced:
-            log.info(
-                "group %s: %s: member %s is gone (error %d), rejoining",
-                self.group_id,
-                what,
-                self.state.member_id,
-                code,
-            )
-            self.state = GroupState()
+            self.member_gone(self.state if sent is None else sent, err)
             raise Rejoin()
         raise err(f"{what} for group {self.group_id}")
 
