@@ -65,6 +65,34 @@ def as_topic_partition(tp: Any) -> TopicPartition:
     raise TypeError(f"partitions must be TopicPartition namedtuples, not {tp!r}")
 
 
+def offsets_to_commit(offsets: Any) -> dict[TopicPartition, OffsetAndMetadata]:
+    """The offsets given to ``commit()``, checked as aiokafka checks them: a non-empty dict,
+    :class:`TopicPartition` keys (``TypeError``), values an offset or an
+    ``(offset, metadata)`` pair with a ``str`` metadata (``TypeError``), offsets ``>= 0``
+    (``ValueError``)."""
+    if not offsets or not isinstance(offsets, dict):
+        raise ValueError(offsets)
+    out = {}
+    for key, value in offsets.items():
+        try:
+            tp = as_topic_partition(key)
+        except TypeError:
+            raise TypeError("Key should be TopicPartition instance") from None
+        if isinstance(value, int) and not isinstance(value, bool):
+            offset, metadata = value, ""
+        else:
+            try:
+                offset, metadata = value
+            except Exception as exc:
+                raise ValueError(offsets) from exc
+            if not isinstance(metadata, str):
+                raise TypeError("Metadata should be a string")
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValueError(f"offset for {tp} must be an int >= 0, not {offset!r}")
+        out[tp] = OffsetAndMetadata(offset, metadata)
+    return out
+
+
 class BrokerMetadata(NamedTuple):
     """A broker of the cluster, as the cluster metadata describes it."""
 

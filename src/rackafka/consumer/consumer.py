@@ -35,11 +35,11 @@ from rackafka.group.coordinator import GroupCoordinator
 from rackafka.group.strategy import resolve_assignors
 from rackafka.structs import (
     ConsumerRecord,
-    OffsetAndMetadata,
     OffsetAndTimestamp,
     SubscriptionPattern,
     TopicPartition,
     as_topic_partition,
+    offsets_to_commit,
 )
 from rackafka.subscription import (
     COMMITTED,
@@ -715,30 +715,10 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
         if offsets is None:
             to_commit = group.consumed_offsets()
         else:
-            # As aiokafka: a non-empty dict, TopicPartition keys (TypeError), values an
-            # offset or an (offset, metadata) pair with a str metadata (TypeError).
-            if not offsets or not isinstance(offsets, dict):
-                raise ValueError(offsets)
-            to_commit = {}
-            for key, value in offsets.items():
-                try:
-                    tp = as_topic_partition(key)
-                except TypeError:
-                    raise TypeError("Key should be TopicPartition instance") from None
-                if isinstance(value, int) and not isinstance(value, bool):
-                    offset, metadata = value, ""
-                else:
-                    try:
-                        offset, metadata = value
-                    except Exception as exc:
-                        raise ValueError(offsets) from exc
-                    if not isinstance(metadata, str):
-                        raise TypeError("Metadata should be a string")
-                if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-                    raise ValueError(f"offset for {tp} must be an int >= 0, not {offset!r}")
+            to_commit = offsets_to_commit(offsets)
+            for tp in to_commit:
                 if tp not in assigned and not rebalancing:
                     raise IllegalStateError(f"Partition {tp} is not assigned")
-                to_commit[tp] = OffsetAndMetadata(offset, metadata)
         if to_commit:
             await group.commit(to_commit, positions=offsets is None)
 

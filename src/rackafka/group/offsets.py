@@ -366,10 +366,14 @@ class GroupOffsets:
         if not code:
             return
         err = for_code(code)
-        if err.coordinator_loading or issubclass(
-            err, (UnstableOffsetCommitError, StaleMemberEpochError)
+        if (
+            err.coordinator_loading
+            or err.member_fenced
+            or issubclass(err, (UnstableOffsetCommitError, StaleMemberEpochError))
         ):
-            raise Rejoin()  # retried by the caller's loop
+            # Retried by the caller's loop: a KIP-848 member's epoch or id changed since
+            # the request (it goes again with the member's current ones).
+            raise Rejoin()
         if err.coordinator_moved:
             raise CoordinatorGone()
         raise err(f"OffsetFetch for group {self._session.group_id}")
