@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test venv kafka-jars lint typecheck docs unit demo bench-records bench-consume bench-produce bench-spark clean
+.PHONY: test venv kafka-jars lint typecheck docs unit faults demo bench-records bench-consume bench-produce bench-spark clean
 
 venv: $(STAMP)
 
@@ -42,6 +42,20 @@ unit: venv
 	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 test: lint typecheck docs kafka-jars unit
+
+# Fault injection on real Kafka, the long version of tests/kafka/test_group_faults.py: each
+# scenario (classic cooperative-sticky, classic eager, KIP-848, transactional pipeline) runs
+# FAULT_SECONDS of workload while faults of every kind drawn from FAULT_SEED play (SIGKILL,
+# graceful restart, SIGSTOP/SIGCONT, rolling restart of the three brokers, member churn).
+# The seed is printed first (default: a new one); FAULT_SEED=N replays a run.
+FAULT_SECONDS ?= 180
+FAULT_SEED ?=
+_FAULT_SEED := $(or $(FAULT_SEED),$(shell od -An -N3 -tu4 /dev/urandom | tr -d ' '))
+faults: venv kafka-jars
+	@echo "make faults: FAULT_SEED=$(_FAULT_SEED) FAULT_SECONDS=$(FAULT_SECONDS)"
+	RACKAFKA_FAULT_LONG=1 RACKAFKA_FAULT_SEED=$(_FAULT_SEED) \
+		RACKAFKA_FAULT_SECONDS=$(FAULT_SECONDS) RACKAFKA_REQUIRE_KAFKA=1 \
+		$(BIN)/pytest -q -s -p no:cacheprovider tests/kafka/test_group_faults.py $(PYTEST_ARGS)
 
 BENCH_VENV ?= .venv-bench
 $(BENCH_VENV)/.installed: pyproject.toml

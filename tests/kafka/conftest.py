@@ -5,8 +5,8 @@ Kafka's ``RackAwareReplicaSelector``) once per test run (stopped after the last 
 this directory), with a PLAINTEXT listener (``kafka.bootstrap_servers``) and a SASL_SSL
 listener (``kafka.front``: SCRAM-SHA-256/512 and PLAIN users :data:`USERS`, OAUTHBEARER
 with Kafka's unsecured tokens, sessions of :data:`SESSION_LIFETIME_MS` for KIP-368).
-Tests must leave it as they found it: every broker up (the ``all_brokers_up`` fixture
-restarts any a test stopped).
+Tests must leave it as they found it: every broker up and running (the ``all_brokers_up``
+fixture thaws any a test froze and restarts any a test stopped).
 
 Without Java 17+ or the Kafka jars the tests skip with the reason, unless
 ``RACKAFKA_REQUIRE_KAFKA=1`` (set by CI): then they fail. When a test that used the cluster
@@ -152,9 +152,12 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
 
 @pytest.fixture
 def all_brokers_up(kafka: KafkaCluster) -> Iterator[KafkaCluster]:
-    """The session cluster, with every broker a test stopped started again afterwards."""
+    """The session cluster, with every broker a test froze thawed and every broker a test
+    stopped started again afterwards."""
     try:
         yield kafka
     finally:
+        for broker_id in sorted(kafka.frozen_brokers):
+            kafka.thaw_broker(broker_id)
         for broker_id in sorted(kafka.down_brokers):
             kafka.broker_up(broker_id)

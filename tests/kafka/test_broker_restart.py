@@ -1,4 +1,5 @@
-"""A broker really stopped and restarted under a reading consumer (exactly once, no reset).
+"""A broker really stopped and restarted under a reading consumer (exactly once, no reset),
+and a broker frozen (SIGSTOP) and thawed.
 
 The consumer sits in rack az-c and reads from broker 3 there (Kafka's selector names it).
 Broker 3's JVM is then stopped: the controller moves its leaderships, the consumer must go
@@ -11,8 +12,10 @@ from __future__ import annotations
 import time
 import uuid
 
+import pytest
+
 from rackafka import AIOKafkaConsumer, TopicPartition
-from rackafka.testing import KafkaCluster, default_value
+from rackafka.testing import KafkaCluster, KafkaClusterError, default_value
 
 PARTITIONS = 3
 ROUND = 300  # records per production round
@@ -109,3 +112,65 @@ async def test_follower_in_own_rack_stopped_and_restarted_mid_read(
     for p in range(PARTITIONS):
         offsets = sorted(o for (q, o) in seen if q == p)
         assert offsets == list(range(len(offsets)))
+
+
+def process_state(pid: int) -> str:
+    """The state letter of ``/proc/PID/stat`` (``T``: stopped by a signal)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().split(") ", 1)[1][0]
+
+
+def wait_state(pid: int, stopped: bool, timeout: float = 10.0) -> None:
+    """Wait until the process is stopped (state ``T``) or, ``stopped=False``, not."""
+    deadline = time.monotonic() + timeout
+    while (process_state(pid) == "T") != stopped:
+        assert time.monotonic() < deadline, f"pid {pid}: state {process_state(pid)}"
+        time.sleep(0.05)
+
+
+def shrunk(kafka: KafkaCluster, topic: str, broker_id: int) -> bool:
+    """Whether ``broker_id`` is out of the in-sync replicas of every partition of
+    ``topic``. The harness's admin client may have asked the frozen broker itself, which
+    never answers: then it is made again and False is returned (ask again)."""
+    try:
+        return all(broker_id not in isr for isr in kafka.in_sync_replicas(topic).values())
+    except Exception:
+        kafka._clients().reset_admin()
+        return False
+
+
+async def test_a_frozen_broker_is_fenced_and_comes_back_when_thawed(
+    all_brokers_up: KafkaCluster,
+) -> None:
+    """freeze_broker: SIGSTOP, the JVM stops (state T), the controller fences it and the
+    leaders shrink it out of the in-sync replicas while acks=all writes go on with the two
+    others; thaw_broker: SIGCONT, and it returns once the broker is back in sync and
+    leading its partitions. A frozen broker can also be stopped (broker_down)."""
+    kafka = all_brokers_up
+    topic = f"freeze-{uuid.uuid4().hex[:8]}"
+    kafka.create_topic(topic, PARTITIONS, 3)
+    pid = kafka.broker_pid(2)
+    assert pid is not None
+    with kafka.frozen_broker(2):
+        assert kafka.frozen_brokers == frozenset({2})
+        wait_state(pid, stopped=True)
+        kafka.freeze_broker(2)  # again: nothing happens
+        deadline = time.monotonic() + 60
+        while not shrunk(kafka, topic, 2):
+            assert time.monotonic() < deadline, "broker 2 stayed in the in-sync replicas"
+            time.sleep(0.2)
+        result = await kafka.aproduce(topic, ROUND, partition="spread", idempotent=True)
+        assert result.count == ROUND
+        assert all(p.leader != 2 for p in kafka.partitions(topic))
+    assert kafka.frozen_brokers == frozenset()
+    wait_state(pid, stopped=False)
+    assert all(2 in isr for isr in kafka.in_sync_replicas(topic).values())
+    assert [p.leader for p in kafka.partitions(topic)] == [1, 2, 3]
+
+    kafka.freeze_broker(2)
+    kafka.broker_down(2)  # a frozen JVM still acts on SIGTERM: it is resumed for it
+    assert kafka.broker_pid(2) is None and kafka.frozen_brokers == frozenset()
+    with pytest.raises(KafkaClusterError, match="not running"):
+        kafka.freeze_broker(2)
+    kafka.broker_up(2)
+    kafka.thaw_broker(2)  # not frozen: nothing happens

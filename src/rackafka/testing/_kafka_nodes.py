@@ -40,6 +40,8 @@ class _Node:
     proc: subprocess.Popen[bytes] | None = None
     out: IO[bytes] | None = None
     starts: int = 0
+    #: Stopped with SIGSTOP (see :func:`signal_node`): it runs again at SIGCONT.
+    frozen: bool = False
     extra: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -61,16 +63,27 @@ class _Processes:
         stop_processes(list(self.nodes.values()), timeout)
 
 
+def signal_node(node: _Node, sig: signal.Signals) -> bool:
+    """Send ``sig`` to the node's process group; False when its JVM is not running."""
+    if node.proc is None or node.proc.poll() is not None:
+        return False
+    try:
+        os.killpg(node.proc.pid, sig)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def stop_processes(nodes: Sequence[_Node], timeout: float, *, kill: bool = False) -> None:
-    """SIGTERM (or SIGKILL) the nodes' process groups, SIGKILL after ``timeout`` seconds."""
+    """SIGTERM (or SIGKILL) the nodes' process groups, SIGKILL after ``timeout`` seconds.
+    A frozen node gets SIGCONT after the signal, so that a SIGTERM is acted on."""
     live = [n for n in nodes if n.proc is not None]
     for n in live:
         assert n.proc is not None
-        if n.proc.poll() is None:
-            try:
-                os.killpg(n.proc.pid, signal.SIGKILL if kill else signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+        signal_node(n, signal.SIGKILL if kill else signal.SIGTERM)
+        if n.frozen:
+            signal_node(n, signal.SIGCONT)
+            n.frozen = False
     deadline = time.monotonic() + timeout
     for n in live:
         assert n.proc is not None

@@ -14,6 +14,7 @@ import base64
 import logging
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -22,7 +23,8 @@ import time
 import uuid
 import weakref
 import zipfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +40,7 @@ from ._base import (
     check_layout,
 )
 from ._clients import ClientPool
-from ._kafka_nodes import _Node, _port_free, _Processes, stop_processes
+from ._kafka_nodes import _Node, _port_free, _Processes, signal_node, stop_processes
 from ._security import SASL_MECHANISMS, SECURITY_PROTOCOLS
 from .compose import _FAULT_INJECTION_METHODS, _WithoutFaultInjection
 from .kafka_dist import find_java, kafka_libs
@@ -780,6 +782,7 @@ class KafkaCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _StatefulLifecy
         With SIGTERM (default) the broker shuts down in a controlled way: the controller moves
         the leadership of its partitions to other in-sync replicas first. With ``kill=True``
         it is SIGKILLed (a crash); the controller fences it after ``broker.session.timeout.ms``.
+        A frozen broker (:meth:`freeze_broker`) is resumed right after the signal.
         Returns once the broker is out of the cluster's metadata and leads no partition of
         the topics made with :meth:`create_topic` (``timeout``: at most that many seconds,
         default ``startup_timeout``).
@@ -824,29 +827,95 @@ class KafkaCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _StatefulLifecy
             self._clients()
             if broker_id not in self._down:
                 return
-            timeout = self._startup_timeout if timeout is None else timeout
             self._spawn(nd)
             self._down.discard(broker_id)
-            self._wait_brokers({broker_id}, timeout)
-            deadline = time.monotonic() + timeout
-            while True:
+            self._await_back(broker_id, restore_leaders, timeout)
+
+    def _await_back(self, broker_id: int, restore_leaders: bool, timeout: float | None) -> None:
+        """Wait until the broker is registered, in sync, and (``restore_leaders``) leading."""
+        timeout = self._startup_timeout if timeout is None else timeout
+        self._wait_brokers({broker_id}, timeout)
+        deadline = time.monotonic() + timeout
+        while True:
+            self._check_alive([broker_id])
+            lagging = [
+                (t, info.partition)
+                for t in self._topics
+                for info in self._read_partitions(t)
+                if broker_id in info.replicas
+                and broker_id not in self.in_sync_replicas(t).get(info.partition, ())
+            ]
+            if not lagging:
+                break
+            if time.monotonic() >= deadline:
+                raise KafkaClusterError(
+                    f"broker {broker_id} did not catch up in {timeout} s: {lagging[:5]}"
+                )
+            time.sleep(0.2)
+        if restore_leaders:
+            self._elect_preferred(broker_id, deadline)
+
+    # -- freezing (SIGSTOP / SIGCONT) ------------------------------------------------------
+    @property
+    def frozen_brokers(self) -> frozenset[int]:
+        """Ids of the brokers currently frozen with :meth:`freeze_broker`."""
+        return frozenset(n.node_id for n in self._procs.nodes.values() if n.frozen)
+
+    def freeze_broker(self, broker_id: int) -> None:
+        """Freeze a broker's JVM with SIGSTOP: a hung broker (a long GC pause, a stalled
+        VM). Its sockets stay open but nothing answers; the controller fences it after
+        ``broker.session.timeout.ms`` and the leaders drop it from the in-sync replicas
+        after ``replica.lag.time.max.ms``. Returns at once; :meth:`thaw_broker` resumes it
+        (:meth:`broker_down` and :meth:`close` resume it too). Does nothing when it is
+        frozen already. Meanwhile the cluster's own admin calls (``in_sync_replicas``...)
+        may time out when they happen to ask the frozen broker.
+
+        Raises:
+            KafkaClusterError: the broker is down (or its JVM has exited).
+        """
+        with self._lock:
+            nd = self._node(broker_id)
+            self._clients()
+            if nd.frozen:
+                return
+            if broker_id in self._down or not signal_node(nd, signal.SIGSTOP):
+                raise KafkaClusterError(f"broker {broker_id} is not running: cannot freeze it")
+            nd.frozen = True
+            log.info("broker %d frozen (SIGSTOP)", broker_id)
+
+    def thaw_broker(
+        self,
+        broker_id: int,
+        *,
+        wait: bool = True,
+        restore_leaders: bool = True,
+        timeout: float | None = None,
+    ) -> None:
+        """Resume a broker frozen with :meth:`freeze_broker` (SIGCONT). With ``wait`` (the
+        default) return once it is back as :meth:`broker_up` waits for: registered, in the
+        in-sync replicas of its partitions and (``restore_leaders``) leading its preferred
+        partitions again. Does nothing when it is not frozen."""
+        with self._lock:
+            nd = self._node(broker_id)
+            self._clients()
+            if not nd.frozen:
+                return
+            nd.frozen = False
+            if not signal_node(nd, signal.SIGCONT):
                 self._check_alive([broker_id])
-                lagging = [
-                    (t, info.partition)
-                    for t in self._topics
-                    for info in self._read_partitions(t)
-                    if broker_id in info.replicas
-                    and broker_id not in self.in_sync_replicas(t).get(info.partition, ())
-                ]
-                if not lagging:
-                    break
-                if time.monotonic() >= deadline:
-                    raise KafkaClusterError(
-                        f"broker {broker_id} did not catch up in {timeout} s: {lagging[:5]}"
-                    )
-                time.sleep(0.2)
-            if restore_leaders:
-                self._elect_preferred(broker_id, deadline)
+            log.info("broker %d thawed (SIGCONT)", broker_id)
+            if wait:
+                self._await_back(broker_id, restore_leaders, timeout)
+
+    @contextmanager
+    def frozen_broker(self, broker_id: int, *, wait: bool = True) -> Iterator[None]:
+        """``with kafka.frozen_broker(2): ...``: :meth:`freeze_broker`, then
+        :meth:`thaw_broker` (``wait``) when the block ends, even by an exception."""
+        self.freeze_broker(broker_id)
+        try:
+            yield
+        finally:
+            self.thaw_broker(broker_id, wait=wait)
 
     def _elect_preferred(self, broker_id: int, deadline: float) -> None:
         ck = __import__("confluent_kafka", fromlist=["TopicPartition", "ElectionType"])
