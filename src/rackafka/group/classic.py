@@ -181,12 +181,12 @@ class ClassicProtocol:
         topics = await session.subscribed_topics()
         join = await self._join(topics)
         joined = session.state
-        if join.leader == join.member_id:
-            assignments = await self._lead(join)
-        else:
-            assignments = {}
-        session.completing = True
+        session.completing = True  # (the coordinator refuses commits until SyncGroup)
         try:
+            if join.leader == join.member_id:
+                assignments = await self._lead(join)
+            else:
+                assignments = {}
             assigned = await self._sync(joined, assignments)
         finally:
             session.completing = False
