@@ -223,8 +223,8 @@ def check_duplicates(ledger: Ledger, max_records: int) -> Check:
 
 def check_exceptions(members: Sequence[MemberStats], ledger: Ledger) -> Check:
     """getmany() never raised; commit() raised only the expected kinds, at most once per
-    rebalance the member saw (and once more for one under way at its end); transactions failed only by fencing; the producer lost no
-    send."""
+    rebalance the member saw (and once more for one under way at its end); transactions
+    failed only by fencing; the producer lost no send."""
     problems: list[str] = []
     expected = 0
     for m in members:
