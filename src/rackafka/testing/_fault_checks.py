@@ -223,8 +223,8 @@ def check_duplicates(ledger: Ledger, max_records: int) -> Check:
 
 def check_exceptions(members: Sequence[MemberStats], ledger: Ledger) -> Check:
     """getmany() never raised; commit() raised only the expected kinds, at most once per
-    rebalance the member saw; transactions failed only by fencing; the producer lost no
-    send."""
+    rebalance the member saw (and once more for one under way at its end); transactions
+    failed only by fencing; the producer lost no send."""
     problems: list[str] = []
     expected = 0
     for m in members:
@@ -241,10 +241,13 @@ def check_exceptions(members: Sequence[MemberStats], ledger: Ledger) -> Check:
             problems.append(f"{m.name}: transactions failed {txn}")
         failures = sum(m.commit_failures.values())
         expected += failures
-        if failures > m.rebalances:
+        # One per rebalance the member went through, and one for a rebalance under way
+        # that it never finished (it was closed, or the run ended).
+        allowed = m.rebalances + 1
+        if failures > allowed:
             problems.append(
                 f"{m.name}: {failures} commit failures {dict(m.commit_failures)} > "
-                f"{m.rebalances} rebalances seen"
+                f"{allowed} allowed ({m.rebalances} rebalances seen, + 1)"
             )
     if ledger.send_errors:
         problems.append(f"producer: sends failed {dict(ledger.send_errors)}")
