@@ -9,6 +9,7 @@ old generation is sent again with the new one, for the partitions the member sti
 from __future__ import annotations
 
 import asyncio
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -200,3 +201,37 @@ async def test_a_commit_refused_for_the_current_generation_fails(
         assert not poller.errors
     finally:
         await stop_all(poller, consumer)
+
+
+async def test_a_coordinator_that_is_down_is_looked_up_with_backoff(
+    embedded_cluster: EmbeddedCluster,
+) -> None:
+    # The coordinator is down but still named by FindCoordinator (until the cluster moves
+    # its groups): the member looks it up again after growing pauses, not in a tight
+    # loop, and carries on in its generation once it is back.
+    c = embedded_cluster
+    c.create_topic("cdown", partitions=2, replication_factor=3)
+    c.set_coordinator("group", "g-cdown", 2)
+    consumer = group_consumer(c, "g-cdown", retry_backoff_ms=100, session_timeout_ms=6000)
+    consumer.subscribe(["cdown"])
+    await consumer.start()
+    coordinator = consumer._coordinator
+    assert coordinator is not None
+    try:
+        await wait_until(lambda: coordinator.coordinator_id == 2, 10, "the coordinator")
+        generation = coordinator.state
+        c.start_request_tracking()
+        c.broker_down(2)
+        down = time.monotonic()
+        await asyncio.sleep(5)
+        # Once the pauses have grown (100 ms doubling to retry_backoff_max_ms, 1 s), a
+        # few look-ups a second at most (the membership loop, the committed-offsets look-up).
+        lookups = [r for r in c.requests("FindCoordinator") if r.timestamp >= down + 2]
+        assert 1 <= len(lookups) <= 8, [round(r.timestamp - down, 2) for r in lookups]
+        c.broker_up(2)
+        await wait_until(lambda: coordinator.coordinator_id == 2, 15, "the coordinator back")
+        await asyncio.sleep(1)
+        assert coordinator.state == generation  # no rebalance for a coordinator outage
+    finally:
+        c.broker_up(2)
+        await consumer.stop()

@@ -396,6 +396,9 @@ class GroupCoordinator:
                 raise
             except CoordinatorGone:
                 session.coordinator_dead()
+                # A coordinator that is down may still be the one FindCoordinator names
+                # until the cluster moves its groups: look again after a growing pause.
+                await asyncio.sleep(self._errors.next())
             except Rejoin:
                 session.need_rejoin = True
             except (KafkaConnectionError, KafkaTimeoutError) as exc:
