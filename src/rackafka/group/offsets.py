@@ -207,7 +207,8 @@ class GroupOffsets:
                     raise CommitFailedError(
                         "Commit cannot be completed since the member left the group"
                     ) from None
-                continue
+                if not session.current(sent):
+                    continue  # (the new epoch is known: at once; else after a pause)
             except _Refused as refused:
                 moved = not session.current(sent) or session.rebalancing
                 if not moved and refused.rebalancing:
