@@ -38,8 +38,10 @@ async def test_reconnect_waits_double_per_address_and_stop_at_the_maximum() -> N
     async with FakeBroker(close_on_accept=True) as broker:
         client = KafkaClient(
             broker.bootstrap_servers,
-            reconnect_backoff_ms=10,
-            reconnect_backoff_max_ms=40,
+            # (long enough that a loaded machine does not outrun the pause between the
+            # ready() check and the refused attempt)
+            reconnect_backoff_ms=50,
+            reconnect_backoff_max_ms=200,
             request_timeout_ms=5000,
         )
         key = (broker.host, broker.port)
@@ -62,9 +64,9 @@ async def test_reconnect_waits_double_per_address_and_stop_at_the_maximum() -> N
                 assert backoff.attempts == failure + 1
                 # The wait set is between these two bounds, whatever the machine's speed.
                 longest, shortest = backoff.until - before, backoff.until - after
-                nominal = min(0.010 * 2**failure, 0.040)
+                nominal = min(0.050 * 2**failure, 0.200)
                 assert longest >= 0.8 * nominal - 1e-6
-                assert shortest <= min(1.2 * nominal, 0.040) + 1e-6
+                assert shortest <= min(1.2 * nominal, 0.200) + 1e-6
         finally:
             await client.close()
 

@@ -28,6 +28,8 @@ from rackafka.errors import (
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
+    TopicAuthorizationFailedError,
+    UnknownTopicOrPartitionError,
     for_code,
     is_retriable,
 )
@@ -318,6 +320,37 @@ class KafkaClient:
             KafkaConnectionError: no broker could answer.
         """
         await asyncio.shield(self.request_update())
+
+    async def wait_for_topics(self, topics: Iterable[str], timeout: float) -> None:
+        """Wait until every topic of ``topics`` has partitions in metadata, as aiokafka's
+        consumer ``start()`` waits for its subscribed topics (a broker that creates topics
+        on demand makes them meanwhile). Refreshes back off as every refresh in a row does.
+
+        Raises:
+            TopicAuthorizationFailedError: a topic may not be described.
+            UnknownTopicOrPartitionError: a topic still has no partitions after
+                ``timeout`` seconds.
+        """
+        wanted = sorted(set(topics))
+        self.add_topics(wanted)
+        deadline = time.monotonic() + timeout
+        while True:
+            if self._closed:
+                raise KafkaConnectionError("the client was closed")
+            missing = [t for t in wanted if not self.cluster.partitions_for_topic(t)]
+            if not missing:
+                return
+            errors = self.cluster.topic_errors
+            denied = [t for t in missing if errors.get(t) == TopicAuthorizationFailedError.errno]
+            if denied:
+                raise TopicAuthorizationFailedError(f"topics {denied} may not be described")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise UnknownTopicOrPartitionError(
+                    f"topics {missing} have no partitions after {timeout:g} s (request_timeout_ms)"
+                )
+            with contextlib.suppress(KafkaError, asyncio.TimeoutError):
+                await asyncio.wait_for(self.refresh_metadata(), left)
 
     async def fetch_all_metadata(self) -> ClusterMetadata:
         """Metadata of every topic, without changing the topics of interest."""

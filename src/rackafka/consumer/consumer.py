@@ -282,12 +282,15 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
     # -- lifecycle -------------------------------------------------------------
 
     async def start(self) -> None:
-        """Connect to the cluster, load metadata and start fetching.
+        """Connect to the cluster, load metadata, wait for the subscribed topics (a broker
+        that creates topics on demand makes them) and their assignment, start fetching.
 
         Raises:
             KafkaConnectionError: no bootstrap server could be reached.
             AuthenticationFailedError: a broker refused the login or the TLS handshake
                 (also while waiting for the group's first assignment).
+            UnknownTopicOrPartitionError: a subscribed topic has no partitions after
+                ``request_timeout_ms`` (with ``allow_auto_create_topics``, as aiokafka).
         """
         if self._closed:
             raise IllegalStateError("the consumer was stopped; create a new one")
@@ -317,6 +320,7 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
             )
             self._fetcher.committed_lookup = self._coordinator.fetch_committed
             if self._subs.topics or self._pattern is not None or self._subs.regex:
+                await self._wait_topics()
                 self._coordinator.start()
                 self._fetcher.start()
                 # As aiokafka: start() returns once the first assignment is known and
@@ -333,9 +337,16 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
                 return
         elif self._subs.topics or self._pattern is not None:  # subscribe() before start()
             self._client.add_topics(self._subs.topics)
+            await self._wait_topics()
             await self._client.refresh_metadata()
             self._update_subscribed_assignment(self._client.cluster)
         self._fetcher.start()
+
+    async def _wait_topics(self) -> None:
+        # As aiokafka: the topics subscribed before start() (made now by a broker creating
+        # topics on demand) are waited for, so that they are assigned when it returns.
+        if self._client.allow_auto_topic_creation and self._pattern is None:
+            await self._client.wait_for_topics(self._subs.topics, self._request_timeout)
 
     async def stop(self) -> None:
         """Stop fetching and close every connection."""
@@ -701,16 +712,13 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
             if not self._subs.topics and self._pattern is None and not self._manual:
                 raise IllegalStateError("Not subscribed to any topics")
             assigned = self.assignment()
-        # While the group rebalances, partitions given back are not assigned for a moment:
-        # the commit goes on with what the member owns once the round is over.
+        # While the group rebalances, the commit goes on with what the member owns after it.
         rebalancing = group.rebalancing and not group.in_listener()
         if not assigned:
             if not rebalancing:
                 raise IllegalStateError("No partitions assigned")
             if offsets is None:
-                # Nothing consumed to commit (the eager protocol revoked it all); yield
-                # once all the same, as a commit that goes to the coordinator would.
-                await asyncio.sleep(0)
+                await asyncio.sleep(0)  # (nothing to commit: the eager protocol revoked all)
                 return
         if offsets is None:
             to_commit = group.consumed_offsets()

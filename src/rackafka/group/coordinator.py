@@ -185,6 +185,7 @@ class GroupCoordinator:
         if self._task is not None:
             await cancel_and_wait([self._task])
         session.end_rebalance()
+        session.left.set()
         leave, session.pending_leave = session.pending_leave, None
         commit: Coroutine[Any, Any, None] | None = None
         if self.offsets.auto_commit and session.state.generation_id >= 0:
@@ -236,6 +237,7 @@ class GroupCoordinator:
             )
             session.pending_leave = PendingLeave(offsets, self.listeners.listener())
             self.listeners.leave_done.clear()
+            session.left.clear()
         session.wakeup.set()
         return True
 
@@ -477,6 +479,7 @@ class GroupCoordinator:
         # (a static classic member keeps its place until its session times out, as in Java)
         session.state = GroupState()
         session.end_rebalance()
+        session.left.set()
         session.joined_topics = {}
         self.offsets.committed.clear()
         self._poll_timed_out = False

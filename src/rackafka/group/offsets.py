@@ -172,6 +172,11 @@ class GroupOffsets:
         session.raise_if_fenced()
         deadline = time.monotonic() + _RETRY_FOR_S
         backoff = session.retry.start()
+        if not session.left.is_set() and not session.in_loop():
+            # unsubscribe() then assign(): the coordinator takes the commit of a simple
+            # consumer once the member has left the group.
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(session.left.wait(), _RETRY_FOR_S)
         pending = dict(offsets)
         not_owned: set[TopicPartition] = set()
         # The membership loop (auto commit, a revocation, a listener) never waits for a

@@ -175,6 +175,11 @@ class GroupSession:
         self.wakeup = asyncio.Event()
         #: unsubscribe(): a leave to carry out, then no membership until a subscription.
         self.pending_leave: PendingLeave | None = None
+        #: Clear from unsubscribe() until the member has left (LeaveGroup answered):
+        #: commits of manually assigned partitions wait for it (the coordinator takes
+        #: them from a simple consumer only once the member is gone).
+        self.left = asyncio.Event()
+        self.left.set()
         self.unsubscribed = False
         #: Set when another consumer with our group_instance_id took our place: raised
         #: by every later poll and commit, the membership stops for good.
