@@ -113,3 +113,27 @@ async def test_metadata_refreshes_in_a_row_wait_longer_by_the_retry_policy() -> 
             assert [wait for _attempt, wait in policy.waits] == [0.1, 0.2, 0.4, 0.4]
         finally:
             await client.close()
+
+
+async def test_periodic_refreshes_keep_metadata_max_age_after_refreshes_in_a_row(
+    embedded_cluster: Any,
+) -> None:
+    # Refreshes asked for in a row wait longer and longer (KIP-580); the periodic refresh
+    # of metadata_max_age_ms is not one of them: after a burst, metadata is refreshed every
+    # metadata_max_age_ms again (a pattern subscription sees a new topic that soon).
+    client = KafkaClient(
+        embedded_cluster.bootstrap_servers,
+        metadata_max_age_ms=200,
+        retry_backoff_ms=100,
+        retry_backoff_max_ms=1000,
+    )
+    await client.bootstrap_cluster()
+    try:
+        for _ in range(5):  # a burst: the pauses grow towards retry_backoff_max_ms
+            await client.refresh_metadata()
+        before = client.metadata_requests
+        await asyncio.sleep(1.2)
+        periodic = client.metadata_requests - before
+        assert periodic >= 4, periodic  # every 200 ms, not every 1 s
+    finally:
+        await client.close()

@@ -451,6 +451,11 @@ class KafkaClient:
                 failures.attempts
                 or time.monotonic() - self.cluster.updated_at >= self._max_metadata_age()
             ):
+                if not failures.attempts:
+                    # A periodic refresh (metadata_max_age_ms) is never one "in a row":
+                    # it goes now, and the KIP-580 pauses start over after it.
+                    self._refresh_streak = 0
+                    self._next_refresh_at = 0.0
                 try:
                     await self.refresh_metadata()
                     failures.reset()

@@ -524,3 +524,28 @@ async def test_a_seek_into_a_compressed_batch_returns_records_from_that_offset(
         batch = await asyncio.wait_for(consumer.getmany(timeout_ms=500), WAIT)
         got += [r.offset for r in batch.get(tp, [])]
     assert got == [6, 7, 8, 9]
+
+
+@pytest.mark.parametrize("group", [None, "g-pattern-age"])
+async def test_a_topic_matching_the_pattern_is_subscribed_within_metadata_max_age(
+    embedded_cluster: EmbeddedCluster, make: Make, group: str | None
+) -> None:
+    # As aiokafka's test_consumer_subscribe_pattern_with_autocreate: metadata is refreshed
+    # every metadata_max_age_ms whatever refreshes came before (periodic refreshes are not
+    # paced as refreshes in a row are), so a new matching topic is subscribed at once.
+    consumer = make(group_id=group, metadata_max_age_ms=200, fetch_max_wait_ms=50)
+    await consumer.start()
+    consumer.subscribe(pattern="^age-pattern-")
+    getter = asyncio.ensure_future(consumer.getone())
+    try:
+        await asyncio.sleep(0.3)
+        assert not getter.done()
+        assert consumer.subscription() == set()
+        embedded_cluster.create_topic("age-pattern-1", 1)
+        await asyncio.sleep(0.3)
+        assert consumer.subscription() == {"age-pattern-1"}
+        embedded_cluster.produce("age-pattern-1", 1, value_size=5)
+        record = await asyncio.wait_for(getter, WAIT)
+        assert record.topic == "age-pattern-1"
+    finally:
+        getter.cancel()
