@@ -17,6 +17,7 @@ from rackafka._version import __version__
 from rackafka.abc import ConsumerRebalanceListener
 from rackafka.client import KafkaClient
 from rackafka.cluster import ClusterMetadata
+from rackafka.consumer._polling import polling
 from rackafka.consumer.config import CONSUMER, FETCHER_SETTINGS, GROUP_SETTINGS, check_topics
 from rackafka.consumer.fetcher import (
     READ_COMMITTED,
@@ -861,6 +862,7 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
 
     # -- records -----------------------------------------------------------------------
 
+    @polling
     async def getmany(
         self, *partitions: TopicPartition, timeout_ms: int = 0, max_records: int | None = None
     ) -> dict[TopicPartition, list[ConsumerRecord[KT, VT]]]:
@@ -888,8 +890,6 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
                 every call until the user seeks past it).
         """
         fetcher = self._check_running()
-        if self._coordinator is not None:
-            self._coordinator.polled()
         if max_records is not None:
             if isinstance(max_records, bool) or not isinstance(max_records, int) or max_records < 1:
                 raise ValueError("`max_records` must be a positive Integer")  # as aiokafka
@@ -930,6 +930,7 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
                 fetcher.raise_pending_errors(wanted)
                 return {}
 
+    @polling
     async def getone(self, *partitions: TopicPartition) -> ConsumerRecord[KT, VT]:
         """Get one record, waiting as long as it takes.
 
@@ -937,8 +938,6 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
             ConsumerStoppedError: the consumer was stopped.
         """
         fetcher = self._check_running()
-        if self._coordinator is not None:
-            self._coordinator.polled()
         wanted = {as_topic_partition(tp) for tp in partitions} if partitions else None
         group = self._coordinator
         repeat = False

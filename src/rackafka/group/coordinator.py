@@ -142,6 +142,8 @@ class GroupCoordinator:
         self._exclude_internal = exclude_internal_topics
         self._max_poll_interval = max_poll_interval_ms / 1000
         self._last_poll = time.monotonic()
+        #: getmany()/getone() calls running (the member is polling while one waits).
+        self._polling = 0
         self._poll_timed_out = False
         #: The pauses after errors of the membership loop (reset by a join or heartbeat).
         self._errors = retry.start()
@@ -250,6 +252,16 @@ class GroupCoordinator:
         """Raise :class:`~rackafka.errors.FencedInstanceIdError` if another consumer with
         this ``group_instance_id`` took this member's place."""
         self.session.raise_if_fenced()
+
+    def poll_started(self) -> None:
+        """A ``getmany()``/``getone()`` starts: the member polls until :meth:`poll_ended`."""
+        self.polled()
+        self._polling += 1
+
+    def poll_ended(self) -> None:
+        """A poll returned: ``max_poll_interval_ms`` is counted from now."""
+        self._polling -= 1
+        self._last_poll = time.monotonic()
 
     def polled(self) -> None:
         """The application polled (``max_poll_interval_ms`` is counted from here)."""
@@ -362,12 +374,15 @@ class GroupCoordinator:
                 if session.need_rejoin:
                     await protocol.join()
                     self._errors.reset()
+                    # An assignment taken counts as a poll: a member is not judged stuck
+                    # for the time a rebalance took (as aiokafka's test sees it).
+                    self._last_poll = max(self._last_poll, time.monotonic())
                     session.next_heartbeat = time.monotonic() + session.heartbeat_interval
                     if protocol.heartbeat_due_now():
                         session.next_heartbeat = 0.0
                     continue
                 now = time.monotonic()
-                if now - self._last_poll > self._max_poll_interval:
+                if not self._polling and now - self._last_poll > self._max_poll_interval:
                     log.warning(
                         "group %s: no poll for %.1f s (max_poll_interval_ms); %s",
                         self.group_id,
