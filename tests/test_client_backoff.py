@@ -137,3 +137,28 @@ async def test_periodic_refreshes_keep_metadata_max_age_after_refreshes_in_a_row
         assert periodic >= 4, periodic  # every 200 ms, not every 1 s
     finally:
         await client.close()
+
+
+async def test_a_connection_opened_while_the_client_closes_is_closed(
+    embedded_cluster: Any,
+) -> None:
+    # A task that outlives close() (a lookup, a refresh) must not leave a socket for the
+    # garbage collector (aiokafka's suite runs with ResourceWarning as an error).
+    import gc
+    import warnings
+
+    client = KafkaClient(embedded_cluster.bootstrap_servers)
+    host, port = client.bootstrap[0]
+    opening = asyncio.ensure_future(client._open_address(host, port))
+    await asyncio.sleep(0)  # the attempt is under way
+    await client.close()
+    with pytest.raises(KafkaConnectionError, match="closed"):
+        await opening
+    with pytest.raises(KafkaConnectionError, match="closed"):
+        await client._open_address(host, port)  # and none is opened after close()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        del opening
+        gc.collect()
+        await asyncio.sleep(0)
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)], caught

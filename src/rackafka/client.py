@@ -152,6 +152,8 @@ class KafkaClient:
             KafkaConnectionError: the address is backing off after failures (no
                 connection is attempted), or the connection failed.
         """
+        if self._closed:
+            raise KafkaConnectionError(f"not connecting to {host}:{port}: the client is closed")
         key = (host, port)
         backoff = self._reconnect.get(key)
         if backoff is not None and not backoff.ready():
@@ -178,6 +180,11 @@ class KafkaClient:
                 for listener in list(self.auth_failure_listeners):
                     listener(exc)
             raise
+        if self._closed:
+            # Closed while this connection was opened (a task that outlived close()): it
+            # would be left open for the garbage collector (ResourceWarning).
+            await conn.aclose()
+            raise KafkaConnectionError(f"connection to {host}:{port}: the client is closed")
         opened = time.monotonic()
 
         def closed(_conn: Connection, _reason: BaseException) -> None:
