@@ -46,6 +46,7 @@ from rackafka.errors import (
     IllegalStateError,
     KafkaConnectionError,
     KafkaError,
+    KafkaProtocolError,
     KafkaTimeoutError,
     LeaderNotAvailableError,
     NotControllerError,
@@ -189,7 +190,9 @@ class AIOKafkaAdminClient:
             try:
                 return await attempt()
             except KafkaError as exc:
-                if not is_retriable(exc) or isinstance(exc, KafkaTimeoutError):
+                if not is_retriable(exc) or isinstance(
+                    exc, (KafkaTimeoutError, KafkaProtocolError)
+                ):
                     raise
                 wait = backoff.next()
                 if time.monotonic() + wait > deadline:
