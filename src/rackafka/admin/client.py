@@ -26,18 +26,13 @@ from rackafka.admin.new_topic import NewTopic
 from rackafka.admin.records_to_delete import RecordsToDelete
 from rackafka.admin.responses import (
     AlterConfigsResult,
-    ConfigEntry,
-    ConfigSynonym,
-    DescribeConfigsResult,
-    GroupDescription,
-    GroupMember,
     ListedGroup,
-    MetadataBroker,
-    MetadataPartition,
-    MetadataTopic,
     Response,
     TopicError,
     TopicErrorCode,
+    describe_configs_response,
+    describe_groups_response,
+    metadata_response,
 )
 from rackafka.client import KafkaClient
 from rackafka.config import CLIENT
@@ -259,32 +254,7 @@ class AIOKafkaAdminClient:
         """The cluster's metadata (``topics``: ``None`` for every topic), in aiokafka's
         shape."""
         raw = await self._metadata(topics)
-        return Response(
-            "MetadataResponse",
-            throttle_time_ms=raw.throttle_time_ms,
-            brokers=[MetadataBroker(b.node_id, b.host, b.port, b.rack) for b in raw.brokers],
-            cluster_id=raw.cluster_id,
-            controller_id=raw.controller_id,
-            topics=[
-                MetadataTopic(
-                    t.error_code,
-                    t.name,
-                    t.is_internal,
-                    [
-                        MetadataPartition(
-                            p.error_code,
-                            p.partition_index,
-                            p.leader_id,
-                            list(p.replica_nodes),
-                            list(p.isr_nodes),
-                            list(p.offline_replicas),
-                        )
-                        for p in t.partitions
-                    ],
-                )
-                for t in raw.topics
-            ],
-        )
+        return metadata_response(raw)
 
     async def _send_to_controller(
         self,
@@ -301,6 +271,47 @@ class AIOKafkaAdminClient:
             await self._refresh()
             response, _ = await self._send(api, build, timeout_ms=timeout_ms)
         return response
+
+    async def _await_metadata(
+        self, topics: dict[str, int], timeout_ms: int, *, gone: bool = False
+    ) -> None:
+        """Wait (at most ``timeout_ms``) until the broker this client asks next knows what
+        the controller did: each of ``topics`` exists with at least its count of
+        partitions, or, with ``gone``, none exists.  A topic change reaches the brokers a
+        little after the controller answered; without this, a ``list_topics()`` or
+        ``describe_configs()`` right after ``create_topics()`` could miss the topic.
+        Never raises: the change was made, only its view lags."""
+        if not topics:
+            return
+        deadline = time.monotonic() + timeout_ms / 1000
+        backoff = self._client.retry_policy.start()
+        while True:
+            try:
+                raw = await self._metadata(sorted(topics))
+            except KafkaError as exc:
+                log.debug("waiting for metadata of %s: %s", sorted(topics), exc)
+            else:
+                seen = {t.name: t for t in raw.topics}
+                if gone:
+                    done = all(
+                        t not in seen or seen[t].error_code == UnknownTopicOrPartitionError.errno
+                        for t in topics
+                    )
+                else:
+                    done = all(
+                        t in seen
+                        and not seen[t].error_code
+                        and len(seen[t].partitions) >= count
+                        and all(p.leader_id >= 0 for p in seen[t].partitions)
+                        for t, count in topics.items()
+                    )
+                if done:
+                    return
+            wait = backoff.next()
+            if time.monotonic() + wait > deadline:
+                log.debug("metadata of %s still lags the controller", sorted(topics))
+                return
+            await asyncio.sleep(wait)
 
     # -- topics ----------------------------------------------------------------
 
@@ -352,6 +363,10 @@ class AIOKafkaAdminClient:
             lambda r: [t.error_code for t in r.topics],
             timeout,
         )
+        if not validate_only:
+            await self._await_metadata(
+                {t.name: 1 for t in resp.topics if not t.error_code}, timeout
+            )
         return Response(
             "CreateTopicsResponse",
             throttle_time_ms=resp.throttle_time_ms,
@@ -381,6 +396,9 @@ class AIOKafkaAdminClient:
             lambda _v: request,
             lambda r: [t.error_code for t in r.responses],
             timeout,
+        )
+        await self._await_metadata(
+            {t.name: 0 for t in resp.responses if not t.error_code}, timeout, gone=True
         )
         return Response(
             "DeleteTopicsResponse",
@@ -487,6 +505,10 @@ class AIOKafkaAdminClient:
                 raise for_code(t.error_code)(
                     f"Could not create partitions for {t.name}: {t.error_message}"
                 )
+        if not validate_only:
+            await self._await_metadata(
+                {t: new.total_count for t, new in topic_partitions.items()}, timeout
+            )
         return Response(
             "CreatePartitionsResponse",
             throttle_time_ms=resp.throttle_time_ms,
@@ -535,30 +557,7 @@ class AIOKafkaAdminClient:
         async def ask(node: int | None, entries: list[dict[str, Any]]) -> Response:
             request = DESCRIBE_CONFIGS.Request(resources=entries, include_synonyms=include_synonyms)
             resp, _ = await self._send(DESCRIBE_CONFIGS, lambda _v: request, node)
-            return Response(
-                "DescribeConfigsResponse",
-                throttle_time_ms=resp.throttle_time_ms,
-                resources=[
-                    DescribeConfigsResult(
-                        r.error_code,
-                        r.error_message,
-                        r.resource_type,
-                        r.resource_name,
-                        [
-                            ConfigEntry(
-                                c.name,
-                                c.value,
-                                c.read_only,
-                                c.config_source,
-                                c.is_sensitive,
-                                [ConfigSynonym(s.name, s.value, s.source) for s in c.synonyms],
-                            )
-                            for c in r.configs
-                        ],
-                    )
-                    for r in resp.results
-                ],
-            )
+            return describe_configs_response(resp)
 
         calls = [ask(node, entries) for node, entries in by_broker.items()]
         if topic_res:
@@ -703,31 +702,7 @@ class AIOKafkaAdminClient:
                 groups=names, include_authorized_operations=include_authorized_operations
             )
             resp, _ = await self._send(DESCRIBE_GROUPS, lambda _v: request, node)
-            return Response(
-                "DescribeGroupsResponse",
-                throttle_time_ms=resp.throttle_time_ms,
-                groups=[
-                    GroupDescription(
-                        g.error_code,
-                        g.group_id,
-                        g.group_state,
-                        g.protocol_type,
-                        g.protocol_data,
-                        [
-                            GroupMember(
-                                m.member_id,
-                                m.client_id,
-                                m.client_host,
-                                bytes(m.member_metadata),
-                                bytes(m.member_assignment),
-                            )
-                            for m in g.members
-                        ],
-                        g.authorized_operations,
-                    )
-                    for g in resp.groups
-                ],
-            )
+            return describe_groups_response(resp)
 
         return list(await asyncio.gather(*(ask(n, names) for n, names in by_node.items())))
 

@@ -28,6 +28,9 @@ __all__ = [
     "Response",
     "TopicError",
     "TopicErrorCode",
+    "describe_configs_response",
+    "describe_groups_response",
+    "metadata_response",
 ]
 
 
@@ -195,3 +198,90 @@ class Response:
     def __repr__(self) -> str:
         inner = ", ".join(f"{k}={getattr(self, k)!r}" for k in self._fields)
         return f"{self._name}({inner})"
+
+
+def metadata_response(raw: Any) -> Response:
+    """A Metadata answer in aiokafka's shape (its v5 field names)."""
+    return Response(
+        "MetadataResponse",
+        throttle_time_ms=raw.throttle_time_ms,
+        brokers=[MetadataBroker(b.node_id, b.host, b.port, b.rack) for b in raw.brokers],
+        cluster_id=raw.cluster_id,
+        controller_id=raw.controller_id,
+        topics=[
+            MetadataTopic(
+                t.error_code,
+                t.name,
+                t.is_internal,
+                [
+                    MetadataPartition(
+                        p.error_code,
+                        p.partition_index,
+                        p.leader_id,
+                        list(p.replica_nodes),
+                        list(p.isr_nodes),
+                        list(p.offline_replicas),
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in raw.topics
+        ],
+    )
+
+
+def describe_configs_response(resp: Any) -> Response:
+    """A DescribeConfigs answer in aiokafka's shape."""
+    return Response(
+        "DescribeConfigsResponse",
+        throttle_time_ms=resp.throttle_time_ms,
+        resources=[
+            DescribeConfigsResult(
+                r.error_code,
+                r.error_message,
+                r.resource_type,
+                r.resource_name,
+                [
+                    ConfigEntry(
+                        c.name,
+                        c.value,
+                        c.read_only,
+                        c.config_source,
+                        c.is_sensitive,
+                        [ConfigSynonym(s.name, s.value, s.source) for s in c.synonyms],
+                    )
+                    for c in r.configs
+                ],
+            )
+            for r in resp.results
+        ],
+    )
+
+
+def describe_groups_response(resp: Any) -> Response:
+    """A DescribeGroups answer in aiokafka's shape."""
+    return Response(
+        "DescribeGroupsResponse",
+        throttle_time_ms=resp.throttle_time_ms,
+        groups=[
+            GroupDescription(
+                g.error_code,
+                g.group_id,
+                g.group_state,
+                g.protocol_type,
+                g.protocol_data,
+                [
+                    GroupMember(
+                        m.member_id,
+                        m.client_id,
+                        m.client_host,
+                        bytes(m.member_metadata),
+                        bytes(m.member_assignment),
+                    )
+                    for m in g.members
+                ],
+                g.authorized_operations,
+            )
+            for g in resp.groups
+        ],
+    )
