@@ -21,6 +21,7 @@ from rackafka.errors import (
     NotControllerError,
     PolicyViolationError,
     TopicAuthorizationFailedError,
+    UnknownTopicOrPartitionError,
 )
 from rackafka.protocol import frames
 from rackafka.protocol.registry import API_BY_KEY
@@ -205,6 +206,12 @@ async def test_delete_records_goes_to_the_leader_and_raises_per_partition(
     assert await admin.delete_records({tp0: RecordsToDelete(7)}) == {tp0: 7}
     with pytest.raises(TopicAuthorizationFailedError):
         await admin.delete_records({tp0: RecordsToDelete(7), tp1: RecordsToDelete(3)})
+    # A partition or topic that does not exist: raised at once, not retried.
+    for missing in (TopicPartition("t", 5), TopicPartition("nope", 0)):
+        before = broker.count("Metadata")
+        with pytest.raises(UnknownTopicOrPartitionError, match=str(missing.partition)):
+            await admin.delete_records({missing: RecordsToDelete(1)})
+        assert broker.count("Metadata") == before + 1
 
 
 async def test_config_requests(broker: FakeBroker, admin: AIOKafkaAdminClient) -> None:

@@ -68,6 +68,11 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+#: Retriable in Kafka's terms, but not tried again here: the request may have been carried
+#: out (a timeout), the broker answered nonsense, or a topic is missing (the admin waits for
+#: its own topic changes to be visible, so a missing topic is missing).
+_NOT_RETRIED = (KafkaTimeoutError, KafkaProtocolError, UnknownTopicOrPartitionError)
+
 
 class AIOKafkaAdminClient:
     """A client that administers a Kafka cluster: topics, partitions, configs and
@@ -178,16 +183,16 @@ class AIOKafkaAdminClient:
 
     async def _retrying(self, attempt: Callable[[], Awaitable[T]], what: str) -> T:
         """``attempt()``, again after the backoff while it raises a retriable error, until
-        ``request_timeout_ms`` has passed (then the last error is raised)."""
+        ``request_timeout_ms`` has passed (then the last error is raised).  A timeout, an
+        answer that cannot be decoded and a topic or partition that does not exist are
+        raised at once."""
         deadline = time.monotonic() + self._request_timeout
         backoff = self._client.retry_policy.start()
         while True:
             try:
                 return await attempt()
             except KafkaError as exc:
-                if not is_retriable(exc) or isinstance(
-                    exc, (KafkaTimeoutError, KafkaProtocolError)
-                ):
+                if not is_retriable(exc) or isinstance(exc, _NOT_RETRIED):
                     raise
                 wait = backoff.next()
                 if time.monotonic() + wait > deadline:
@@ -832,16 +837,15 @@ class AIOKafkaAdminClient:
         metadata = await self._metadata(sorted({tp.topic for tp in pending}))
         leaders: dict[TopicPartition, int] = {}
         for t in metadata.topics:
-            if t.error_code and not for_code(t.error_code).retriable:
+            if t.error_code and t.error_code != UnknownTopicOrPartitionError.errno:
+                # Retriable ones (a leader being elected) go again by the caller's loop.
                 raise for_code(t.error_code)(f"DeleteRecords: topic {t.name}")
             for p in t.partitions:
                 leaders[TopicPartition(t.name, p.partition_index)] = p.leader_id
         by_leader: dict[int, dict[str, list[dict[str, int]]]] = {}
         for tp, offset in pending.items():
             if tp not in leaders:
-                if any(t.name == tp.topic and not t.error_code for t in metadata.topics):
-                    raise UnknownTopicOrPartitionError(f"DeleteRecords: no partition {tp}")
-                raise LeaderNotAvailableError(f"DeleteRecords: topic of {tp} not known yet")
+                raise UnknownTopicOrPartitionError(f"DeleteRecords: no partition {tp}")
             if leaders[tp] < 0:
                 raise LeaderNotAvailableError(f"DeleteRecords: {tp} has no leader")
             by_leader.setdefault(leaders[tp], {}).setdefault(tp.topic, []).append(
