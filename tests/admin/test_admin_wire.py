@@ -254,3 +254,37 @@ async def test_config_requests(broker: FakeBroker, admin: AIOKafkaAdminClient) -
     assert answers[1].to_object()["resources"][0]["config_entries"][0]["config_names"] == (
         "cleanup.policy"
     )
+
+
+async def test_alter_configs_waits_until_the_broker_shows_the_values(
+    broker: FakeBroker, admin: AIOKafkaAdminClient
+) -> None:
+    shown = ["delete", "delete", "compact"]
+
+    def alter(_b: FakeBroker, request: FakeRequest) -> dict[str, Any]:
+        [res] = request.body.resources
+        assert [(c.name, c.value) for c in res.configs] == [("cleanup.policy", "compact")]
+        return {
+            "responses": [{"error_code": 0, "resource_type": 2, "resource_name": res.resource_name}]
+        }
+
+    def describe(_b: FakeBroker, request: FakeRequest) -> dict[str, Any]:
+        [res] = request.body.resources
+        return {
+            "results": [
+                {
+                    "error_code": 0,
+                    "resource_type": 2,
+                    "resource_name": res.resource_name,
+                    "configs": [{"name": "cleanup.policy", "value": shown.pop(0)}],
+                }
+            ]
+        }
+
+    broker.handlers["AlterConfigs"] = alter
+    broker.handlers["DescribeConfigs"] = describe
+    [resp] = await admin.alter_configs(
+        [ConfigResource("topic", "t", {"cleanup.policy": "compact"})]
+    )
+    assert resp.resources == [(0, None, 2, "t")]
+    assert shown == [] and broker.count("DescribeConfigs") == 3

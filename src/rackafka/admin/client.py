@@ -603,6 +603,10 @@ class AIOKafkaAdminClient:
         async def ask(node: int | None, entries: list[dict[str, Any]]) -> Response:
             request = ALTER_CONFIGS.Request(resources=entries, validate_only=False)
             resp, _ = await self._send(ALTER_CONFIGS, lambda _v: request, node)
+            done = {(r.resource_type, r.resource_name) for r in resp.responses if not r.error_code}
+            await self._await_configs(
+                node, [e for e in entries if (e["resource_type"], e["resource_name"]) in done]
+            )
             return Response(
                 "AlterConfigsResponse",
                 throttle_time_ms=resp.throttle_time_ms,
@@ -617,6 +621,51 @@ class AIOKafkaAdminClient:
         calls = [ask(None, topic_res)]
         calls += [ask(node, entries) for node, entries in by_broker.items()]
         return list(await asyncio.gather(*calls))
+
+    async def _await_configs(self, node: int | None, entries: list[dict[str, Any]]) -> None:
+        """Wait (at most ``request_timeout_ms``) until the broker that answered an
+        AlterConfigs describes the values it set: the controller applied them, the broker
+        sees them a little later.  Never raises: the change was made, only its view lags."""
+        wanted = {
+            (e["resource_type"], e["resource_name"], c["name"]): c["value"]
+            for e in entries
+            for c in e["configs"]
+            if c["value"] is not None
+        }
+        if not wanted:
+            return
+        request = DESCRIBE_CONFIGS.Request(
+            resources=[
+                {
+                    "resource_type": e["resource_type"],
+                    "resource_name": e["resource_name"],
+                    "configuration_keys": [c["name"] for c in e["configs"]],
+                }
+                for e in entries
+            ]
+        )
+        deadline = time.monotonic() + self._request_timeout
+        backoff = self._client.retry_policy.start()
+        while True:
+            try:
+                resp, _ = await self._send(DESCRIBE_CONFIGS, lambda _v: request, node)
+            except KafkaError as exc:
+                log.debug("waiting for configs to show: %s", exc)
+            else:
+                # A sensitive value is never shown: it counts as seen.
+                seen = {
+                    key: wanted.get(key) if c.is_sensitive else c.value
+                    for r in resp.results
+                    for c in r.configs
+                    for key in [(r.resource_type, r.resource_name, c.name)]
+                }
+                if all(seen.get(key) == value for key, value in wanted.items()):
+                    return
+            wait = backoff.next()
+            if time.monotonic() + wait > deadline:
+                log.debug("altered configs still not described by node %s", node)
+                return
+            await asyncio.sleep(wait)
 
     # -- groups ----------------------------------------------------------------
 
