@@ -14,6 +14,7 @@ import pytest
 from rackafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic, RecordsToDelete
 from rackafka.admin.config_resource import ConfigResource
 from rackafka.errors import (
+    BrokerNotAvailableError,
     CoordinatorNotAvailableError,
     GroupAuthorizationFailedError,
     InvalidPartitionsError,
@@ -288,3 +289,14 @@ async def test_alter_configs_waits_until_the_broker_shows_the_values(
     )
     assert resp.resources == [(0, None, 2, "t")]
     assert shown == [] and broker.count("DescribeConfigs") == 3
+
+
+async def test_a_broker_not_in_the_cluster_is_refused_at_once(
+    broker: FakeBroker, admin: AIOKafkaAdminClient
+) -> None:
+    before = broker.count("Metadata")
+    with pytest.raises(BrokerNotAvailableError, match="broker 9"):
+        await admin.describe_configs([ConfigResource("broker", 9)])
+    with pytest.raises(BrokerNotAvailableError, match="broker 9"):
+        await admin.list_consumer_groups([9])
+    assert broker.count("Metadata") - before == 2  # one refresh each, no retries

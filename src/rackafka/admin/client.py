@@ -37,6 +37,7 @@ from rackafka.admin.responses import (
 from rackafka.client import KafkaClient
 from rackafka.config import CLIENT
 from rackafka.errors import (
+    BrokerNotAvailableError,
     BrokerResponseError,
     IllegalStateError,
     KafkaConnectionError,
@@ -235,6 +236,10 @@ class AIOKafkaAdminClient:
         self._check_running()
 
         async def attempt() -> tuple[Any, int]:
+            if node is not None and self._client.cluster.broker(node) is None:
+                await self._refresh()
+                if self._client.cluster.broker(node) is None:
+                    raise BrokerNotAvailableError(f"broker {node} is not in the cluster")
             target = self._pick_node() if node is None else node
             version = await self._client.api_version(target, api)
             response = await self._client.send(
