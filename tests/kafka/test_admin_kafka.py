@@ -234,12 +234,16 @@ async def test_consumer_groups(kafka: KafkaCluster, admin: AIOKafkaAdminClient) 
         assert protocol and len(members) == 1
         member_id, _client_id, client_host, _metadata, assignment = members[0]
         assert member_id and client_host and isinstance(assignment, bytes) and assignment
-        missing = unique("admin-nogroup")
-        answers = await admin.describe_consumer_groups(
-            [group, missing], group_coordinator_id=coordinator
-        )
-        assert len(answers) == 1 and [g[1] for g in answers[0].groups] == [group, missing]
-        assert answers[0].groups[1][2] == "Dead"
+        [by_id] = await admin.describe_consumer_groups([group], group_coordinator_id=coordinator)
+        assert by_id.groups[0][:3] == (0, group, "Stable")
+        # Groups of other coordinators: one answer per coordinator, each group once.
+        missing = [unique("admin-nogroup") for _ in range(4)]
+        answers = await admin.describe_consumer_groups([group, *missing])
+        described_by_name = {g[1]: g for a in answers for g in a.groups}
+        assert sorted(described_by_name) == sorted([group, *missing])
+        assert len(answers) == len({await admin.find_coordinator(g) for g in [group, *missing]})
+        for name in missing:
+            assert described_by_name[name][0] == 0 and described_by_name[name][2] == "Dead"
 
         # Committed offsets: none yet; then the consumer commits.
         assert await admin.list_consumer_group_offsets(group) == {}
