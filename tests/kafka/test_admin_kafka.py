@@ -313,3 +313,24 @@ async def test_admin_over_sasl_ssl(kafka: KafkaCluster) -> None:
         assert resp.topic_errors == [(name, 0, None)]
         assert name in await admin.list_topics()
         assert (await admin.delete_topics([name])).topic_error_codes == [(name, 0)]
+
+
+async def test_calls_go_on_through_other_brokers_when_one_is_down(
+    all_brokers_up: KafkaCluster,
+) -> None:
+    kafka = all_brokers_up
+    async with AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers) as admin:
+        assert await admin.list_topics() is not None  # a connection to broker 1 now
+        kafka.broker_down(1)
+        try:
+            name = unique("admin-down")
+            resp = await admin.create_topics([NewTopic(name, 2, 2)])
+            assert resp.topic_errors == [(name, 0, None)]
+            assert name in await admin.list_topics()
+            cluster = await admin.describe_cluster()
+            assert sorted(b["node_id"] for b in cluster["brokers"]) == [2, 3]
+            [topic] = await admin.describe_topics([name])
+            assert all(p["leader"] in (2, 3) for p in topic["partitions"])
+            assert (await admin.delete_topics([name])).topic_error_codes == [(name, 0)]
+        finally:
+            kafka.broker_up(1)
