@@ -40,6 +40,7 @@ FLOORS: dict[str, int] = {
     "client": 2,
     "subscription": 2,
     "zones": 2,
+    "admin": 3,
     "consumer": 3,
     "producer": 3,
     "group": 3,

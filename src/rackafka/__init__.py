@@ -1,13 +1,14 @@
 """rackafka: an asyncio Kafka client that reads from the closest replica.
 
-A drop-in for aiokafka's consumer and producer::
+A drop-in for aiokafka's consumer, producer and admin client::
 
-    from rackafka import AIOKafkaConsumer, AIOKafkaProducer
+    from rackafka import AIOKafkaAdminClient, AIOKafkaConsumer, AIOKafkaProducer
 """
 
 from rackafka import errors, structs
 from rackafka._version import __version__
 from rackafka.abc import ConsumerRebalanceListener
+from rackafka.admin.client import AIOKafkaAdminClient
 from rackafka.consumer.consumer import AIOKafkaConsumer
 from rackafka.errors import ConsumerStoppedError, IllegalOperation
 from rackafka.producer.producer import AIOKafkaProducer
@@ -21,6 +22,7 @@ from rackafka.structs import (
 )
 
 __all__ = [
+    "AIOKafkaAdminClient",
     "AIOKafkaConsumer",
     "AIOKafkaProducer",
     "ConsumerRebalanceListener",

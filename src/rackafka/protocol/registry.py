@@ -1,15 +1,21 @@
 """Every API rackafka speaks, by key."""
 
+from rackafka.protocol.apis.alter_configs import ALTER_CONFIGS
 from rackafka.protocol.apis.api_versions import API_VERSIONS
 from rackafka.protocol.apis.consumer_group_heartbeat import CONSUMER_GROUP_HEARTBEAT
+from rackafka.protocol.apis.create_partitions import CREATE_PARTITIONS
 from rackafka.protocol.apis.create_topics import CREATE_TOPICS
+from rackafka.protocol.apis.delete_records import DELETE_RECORDS
+from rackafka.protocol.apis.delete_topics import DELETE_TOPICS
 from rackafka.protocol.apis.describe_configs import DESCRIBE_CONFIGS
+from rackafka.protocol.apis.describe_groups import DESCRIBE_GROUPS
 from rackafka.protocol.apis.fetch import FETCH
 from rackafka.protocol.apis.find_coordinator import FIND_COORDINATOR
 from rackafka.protocol.apis.heartbeat import HEARTBEAT
 from rackafka.protocol.apis.init_producer_id import INIT_PRODUCER_ID
 from rackafka.protocol.apis.join_group import JOIN_GROUP
 from rackafka.protocol.apis.leave_group import LEAVE_GROUP
+from rackafka.protocol.apis.list_groups import LIST_GROUPS
 from rackafka.protocol.apis.list_offsets import LIST_OFFSETS
 from rackafka.protocol.apis.metadata import METADATA
 from rackafka.protocol.apis.offset_commit import OFFSET_COMMIT
@@ -50,6 +56,12 @@ ALL_APIS: tuple[Api, ...] = (
     DESCRIBE_CONFIGS,
     SASL_AUTHENTICATE,
     CONSUMER_GROUP_HEARTBEAT,
+    DESCRIBE_GROUPS,
+    LIST_GROUPS,
+    DELETE_TOPICS,
+    DELETE_RECORDS,
+    ALTER_CONFIGS,
+    CREATE_PARTITIONS,
 )
 API_BY_KEY: dict[int, Api] = {api.key: api for api in ALL_APIS}
 
@@ -58,6 +70,12 @@ __all__ = [
     "ADD_PARTITIONS_TO_TXN",
     "ALL_APIS",
     "API_BY_KEY",
+    "LIST_GROUPS",
+    "DESCRIBE_GROUPS",
+    "DELETE_TOPICS",
+    "DELETE_RECORDS",
+    "CREATE_PARTITIONS",
+    "ALTER_CONFIGS",
     "API_VERSIONS",
     "CONSUMER_GROUP_HEARTBEAT",
     "CREATE_TOPICS",
