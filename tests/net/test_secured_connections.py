@@ -515,8 +515,12 @@ async def test_sessions_are_renewed_on_the_live_connection(pki: dict[str, Any]) 
         names = [r.api_name for r in broker.requests if r.connection == conn]
         for i, name in enumerate(names):
             if name == "SaslHandshake":
-                # SCRAM: client-first and client-final, with nothing else in between.
-                assert names[i + 1 : i + 3] == ["SaslAuthenticate"] * 2, names[i : i + 4]
+                # SCRAM: client-first and client-final, with nothing else in between (the
+                # last exchange may be cut short by the consumer's stop(): then nothing
+                # follows it on that connection).
+                after = names[i + 1 : i + 3]
+                assert after == ["SaslAuthenticate"] * len(after), names[i : i + 4]
+                assert len(after) == 2 or i + 1 + len(after) == len(names), names[i:]
 
 
 async def test_a_broker_that_starts_refusing_surfaces_from_getmany(
