@@ -49,6 +49,7 @@ async def test_a_member_that_never_polls_leaves_after_max_poll_interval_from_its
         m.subscribe(["nopoll"])
     try:
         await a.start()
+        await asyncio.sleep(1.0)  # (a's last poll, if start() counted, is long before)
         await b.start()
         await wait_until(
             lambda: len(a.assignment()) == 2 and len(b.assignment()) == 2, 20, "a and b share"
@@ -61,7 +62,7 @@ async def test_a_member_that_never_polls_leaves_after_max_poll_interval_from_its
 
         await asyncio.wait_for(b_polls(), 20)
         took = time.monotonic() - shared
-        assert took >= 2.4, took  # a never polled: out after max_poll_interval_ms
+        assert took >= 2.2, took  # a never polled: out after max_poll_interval_ms
         assert a.assignment() == set()
     finally:
         await stop_all(a, b)
