@@ -549,3 +549,25 @@ async def test_a_topic_matching_the_pattern_is_subscribed_within_metadata_max_ag
         assert record.topic == "age-pattern-1"
     finally:
         getter.cancel()
+
+
+async def test_a_consumer_without_a_group_never_calls_the_rebalance_listener(
+    embedded_cluster: EmbeddedCluster, make: Make
+) -> None:
+    # As aiokafka 0.14: a listener is about a group's rebalances. A consumer without a
+    # group takes every partition of its topics (and the new ones) without calling it.
+    embedded_cluster.create_topic("nogroup-listen", 2)
+    listener = Recording()
+    consumer = make()
+    consumer.subscribe(["nogroup-listen"], listener=listener)
+    await consumer.start()
+    assert consumer.assignment() == tps("nogroup-listen", 2)
+    embedded_cluster.create_topic("nogroup-listen-2", 1)
+    consumer.subscribe(["nogroup-listen-2"], listener=listener)
+    deadline = time.monotonic() + WAIT
+    while consumer.assignment() != tps("nogroup-listen-2", 1) and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    assert consumer.assignment() == tps("nogroup-listen-2", 1)
+    consumer.unsubscribe()
+    await asyncio.sleep(0.2)
+    assert listener.calls == []

@@ -67,11 +67,6 @@ class _SubscribeArgumentsError(TypeError, ValueError):
     """
 
 
-def _log_listener_failure(task: asyncio.Future[Any]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.error("rebalance listener failed", exc_info=task.exception())
-
-
 class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
     """A client that consumes records from a Kafka cluster, reading from the closest replica.
 
@@ -557,26 +552,11 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
             self._set_assignment(wanted)
 
     def _set_assignment(self, wanted: set[TopicPartition]) -> None:
-        old = self._subs.assigned()
-        revoked = old - wanted
-        listener = self._listener
-        if listener is not None and revoked:
-            self._call_listener(listener.on_partitions_revoked, revoked)
+        # Without a group no rebalance listener is called (as aiokafka): the listener is
+        # about a group's rebalances, and a consumer without one has none.
         self._subs.assign(sorted(wanted))
         if self._fetcher is not None:
             self._fetcher.on_assignment()
-        if listener is not None and wanted - old:
-            self._call_listener(listener.on_partitions_assigned, wanted)
-
-    @staticmethod
-    def _call_listener(fn: Callable[[set[TopicPartition]], Any], tps: set[TopicPartition]) -> None:
-        try:
-            result = fn(set(tps))
-            if asyncio.iscoroutine(result):
-                task = asyncio.ensure_future(result)
-                task.add_done_callback(_log_listener_failure)
-        except Exception:
-            log.exception("rebalance listener failed")
 
     # -- positions -----------------------------------------------------------------
 
