@@ -147,6 +147,36 @@ async def test_send_batch(embedded_cluster: EmbeddedCluster, make_producer: Make
     assert all(list(r.headers) == [("h", b"1")] for r in records[:n])
 
 
+async def test_send_batch_without_a_partition_lets_the_partitioner_pick(
+    embedded_cluster: EmbeddedCluster, make_producer: MakeProducer
+) -> None:
+    # As aiokafka: send_batch(..., partition=None) goes to the partition the partitioner
+    # picks for a record without a key (FastStream sends its batches so).
+    topic = unique("batch-any")
+    embedded_cluster.create_topic(topic, 3)
+    picked: list[tuple[bytes | None, list[int], list[int]]] = []
+
+    def partitioner(key: bytes | None, all_parts: list[int], available: list[int]) -> int:
+        picked.append((key, list(all_parts), list(available)))
+        return 2
+
+    for kwargs in ({}, {"partitioner": partitioner}):
+        producer = make_producer(**kwargs)
+        await producer.start()
+        batch = producer.create_batch()
+        assert batch.append(key=None, value=b"v", timestamp=None) is not None
+        meta = await (await producer.send_batch(batch, topic, partition=None))
+        assert meta.topic == topic and meta.partition in (0, 1, 2) and meta.offset >= 0
+        if kwargs:
+            assert meta.partition == 2
+            assert picked == [(None, [0, 1, 2], [0, 1, 2])]
+        await producer.stop()
+    bad = make_producer()
+    await bad.start()
+    with pytest.raises(UnknownTopicOrPartitionError):
+        await bad.send_batch(bad.create_batch(), topic, partition=7)
+
+
 async def test_record_larger_than_max_request_size(
     embedded_cluster: EmbeddedCluster, make_producer: MakeProducer
 ) -> None:

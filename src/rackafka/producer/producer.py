@@ -600,12 +600,7 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
                 if tp is None:
                     tp = self._keyed_partition(info, key_bytes)
             else:
-                if not self._default_partitioner:
-                    partition = self._partitioner(key_bytes, info.all_parts, info.available)
-                else:
-                    partition = self._sticky.current.get(topic)
-                    if partition is None:
-                        partition = self._sticky.partition(topic, info.all_parts, info.available)
+                partition = self._unkeyed_partition(topic, key_bytes, info)
                 tp = info.tps.get(partition) or TopicPartition(topic, partition)
         else:
             tp = info.tps.get(partition)
@@ -619,6 +614,16 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
                 tp, timestamp_ms, key_bytes, value_bytes, hdrs, self._request_timeout
             )
         return fut
+
+    def _unkeyed_partition(self, topic: str, key_bytes: Any, info: _TopicInfo) -> int:
+        """The partition of a record without a key (or of any record with a partitioner
+        given), and of a batch sent without a partition."""
+        if not self._default_partitioner:
+            return int(self._partitioner(key_bytes, info.all_parts, info.available))
+        partition = self._sticky.current.get(topic)
+        if partition is None:
+            partition = self._sticky.partition(topic, info.all_parts, info.available)
+        return partition
 
     @staticmethod
     def _keyed_partition(info: _TopicInfo, key_bytes: Any) -> TopicPartition:
@@ -651,9 +656,13 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
         return BatchBuilder(self._max_batch_size, self._key_serializer, self._value_serializer)
 
     async def send_batch(
-        self, batch: BatchBuilder, topic: str, *, partition: int
+        self, batch: BatchBuilder, topic: str, *, partition: int | None
     ) -> asyncio.Future[RecordMetadata]:
         """Queue a :class:`BatchBuilder` for ``topic``/``partition``.
+
+        With ``partition=None`` the partitioner picks one, as for a record without a key
+        (the default one: the current sticky partition, in the producer's rack when it
+        has one), as aiokafka does.
 
         Returns:
             a future of the :class:`~rackafka.structs.RecordMetadata` of the batch
@@ -665,7 +674,10 @@ class AIOKafkaProducer(AsyncRole, Generic[KT, VT]):
         acc = self._check_running()
         if self._txn is not None and self._txn.state != IN_TRANSACTION:
             raise IllegalOperation("Can't send messages while not in transaction")
-        if partition not in (await self._partitions(topic)).tps:
+        info = await self._partitions(topic)
+        if partition is None:
+            partition = self._unkeyed_partition(topic, None, info)
+        elif partition not in info.tps:
             raise UnknownTopicOrPartitionError(f"partition {partition} of {topic!r} is unknown")
         if batch.size() > self._max_request_size:
             raise MessageSizeTooLargeError(
