@@ -96,8 +96,9 @@ async def test_three_members_read_every_record_once_as_members_join_and_leave(cl
     async def join(name: str) -> None:
         m = member(c, "g-cp-flow", client_rack=f"az-{name}")
         m.subscribe(["cp-flow"])
-        await m.start()
         members[name] = m
+        # Bounded, so that a member that never gets its assignment fails here, named.
+        await asyncio.wait_for(m.start(), 30)
         tasks[name] = asyncio.ensure_future(drain(m, seen, stop))
 
     def sizes() -> list[int]:
@@ -132,9 +133,9 @@ async def test_three_members_read_every_record_once_as_members_join_and_leave(cl
     finally:
         stop.set()
         for t in tasks.values():
-            await t
+            await asyncio.wait_for(t, 30)
         for m in members.values():
-            await m.stop()
+            await asyncio.wait_for(m.stop(), 30)
     assert len(set(seen)) == produced
     assert len(seen) == produced, "a record was read twice"
     owners = [set(m.assignment()) for m in members.values()]
