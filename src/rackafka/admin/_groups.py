@@ -18,6 +18,7 @@ from rackafka.admin.responses import (
 )
 from rackafka.errors import (
     GroupIdNotFoundError,
+    KafkaError,
     KafkaProtocolError,
     UnsupportedVersionError,
     for_code,
@@ -224,6 +225,10 @@ class GroupsAdmin(GroupCore):
             resp, _ = await self._send(CONSUMER_GROUP_DESCRIBE, lambda _v: request, node)
         except UnsupportedVersionError:
             return  # a broker before KIP-848: Dead is the answer
+        except KafkaError as exc:
+            # aiokafka's answer stands; the second look is a courtesy.
+            log.debug("ConsumerGroupDescribe of %s on %s: %s", dead, node, exc)
+            return
         found = {g.group_id: g for g in resp.groups if not g.error_code}
         out.__dict__["groups"] = [
             _as_described_group(found[g.group]) if g.group in found else g for g in out.groups
