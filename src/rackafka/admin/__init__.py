@@ -7,15 +7,21 @@ the config resource types are in :mod:`rackafka.admin.config_resource`, as in ai
 
 from rackafka.admin.client import AIOKafkaAdminClient
 from rackafka.admin.config_resource import ConfigResource, ConfigResourceType
+from rackafka.admin.descriptions import ConsumerGroupDescription, MemberDescription
 from rackafka.admin.new_partitions import NewPartitions
 from rackafka.admin.new_topic import NewTopic
+from rackafka.admin.offset_spec import ListOffsetsResultInfo, OffsetSpec
 from rackafka.admin.records_to_delete import RecordsToDelete
 
 __all__ = [
     "AIOKafkaAdminClient",
     "ConfigResource",
     "ConfigResourceType",
+    "ConsumerGroupDescription",
+    "ListOffsetsResultInfo",
+    "MemberDescription",
     "NewPartitions",
     "NewTopic",
+    "OffsetSpec",
     "RecordsToDelete",
 ]

@@ -2,9 +2,11 @@
 
 from rackafka.protocol.apis.alter_configs import ALTER_CONFIGS
 from rackafka.protocol.apis.api_versions import API_VERSIONS
+from rackafka.protocol.apis.consumer_group_describe import CONSUMER_GROUP_DESCRIBE
 from rackafka.protocol.apis.consumer_group_heartbeat import CONSUMER_GROUP_HEARTBEAT
 from rackafka.protocol.apis.create_partitions import CREATE_PARTITIONS
 from rackafka.protocol.apis.create_topics import CREATE_TOPICS
+from rackafka.protocol.apis.delete_groups import DELETE_GROUPS
 from rackafka.protocol.apis.delete_records import DELETE_RECORDS
 from rackafka.protocol.apis.delete_topics import DELETE_TOPICS
 from rackafka.protocol.apis.describe_configs import DESCRIBE_CONFIGS
@@ -19,6 +21,7 @@ from rackafka.protocol.apis.list_groups import LIST_GROUPS
 from rackafka.protocol.apis.list_offsets import LIST_OFFSETS
 from rackafka.protocol.apis.metadata import METADATA
 from rackafka.protocol.apis.offset_commit import OFFSET_COMMIT
+from rackafka.protocol.apis.offset_delete import OFFSET_DELETE
 from rackafka.protocol.apis.offset_fetch import OFFSET_FETCH
 from rackafka.protocol.apis.offset_for_leader_epoch import OFFSET_FOR_LEADER_EPOCH
 from rackafka.protocol.apis.produce import PRODUCE
@@ -62,6 +65,9 @@ ALL_APIS: tuple[Api, ...] = (
     DELETE_RECORDS,
     ALTER_CONFIGS,
     CREATE_PARTITIONS,
+    DELETE_GROUPS,
+    OFFSET_DELETE,
+    CONSUMER_GROUP_DESCRIBE,
 )
 API_BY_KEY: dict[int, Api] = {api.key: api for api in ALL_APIS}
 
@@ -77,7 +83,10 @@ __all__ = [
     "CREATE_PARTITIONS",
     "ALTER_CONFIGS",
     "API_VERSIONS",
+    "CONSUMER_GROUP_DESCRIBE",
     "CONSUMER_GROUP_HEARTBEAT",
+    "DELETE_GROUPS",
+    "OFFSET_DELETE",
     "CREATE_TOPICS",
     "DESCRIBE_CONFIGS",
     "END_TXN",
