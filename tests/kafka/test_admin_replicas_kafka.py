@@ -15,13 +15,21 @@ import pytest
 
 from rackafka import AIOKafkaAdminClient, AIOKafkaProducer, TopicPartition
 from rackafka.admin import (
+    AlterConfigOp,
+    AlterConfigOpType,
+    ConfigResource,
+    ConfigResourceType,
+    ElectionType,
     LogDirDescription,
     NewTopic,
     PartitionReassignment,
 )
 from rackafka.errors import (
     BrokerNotAvailableError,
+    ElectionNotNeededError,
+    InvalidConfigurationError,
     InvalidReplicationAssignmentError,
+    InvalidRequestError,
     NoReassignmentInProgressError,
     UnknownTopicOrPartitionError,
 )
@@ -158,3 +166,157 @@ async def test_cancel_of_nothing_raises(admin: AIOKafkaAdminClient) -> None:
         await admin.alter_partition_reassignments({tp: None})
     assert await admin.list_partition_reassignments([tp]) == {}
     assert isinstance(await admin.list_partition_reassignments(), dict)
+
+
+# -- leader elections ----------------------------------------------------------------------
+
+
+async def test_elect_preferred_leader_after_the_order_changed(admin: AIOKafkaAdminClient) -> None:
+    topic = unique("replicas-elect")
+    await create(admin, NewTopic(topic, -1, -1, replica_assignments={0: [1, 2]}))
+    tp = TopicPartition(topic, 0)
+    # The same replicas in the other order: broker 2 is now the preferred leader, but the
+    # leader stays 1 until an election.
+    await admin.alter_partition_reassignments({tp: [2, 1]})
+
+    async def reordered() -> bool:
+        state = await partition_state(admin, topic)
+        return state[0]["replicas"] == [2, 1] and sorted(state[0]["isr"]) == [1, 2]
+
+    await eventually(reordered, f"{tp}'s replicas to be [2, 1]")
+    assert (await partition_state(admin, topic))[0]["leader"] == 1
+
+    assert await admin.elect_leaders(ElectionType.PREFERRED, [tp]) == {tp: None}
+
+    async def led_by_2() -> bool:
+        return (await partition_state(admin, topic))[0]["leader"] == 2
+
+    await eventually(led_by_2, f"broker 2 to lead {tp}")
+    # Nothing to do: ELECTION_NOT_NEEDED is a success, reported per partition.
+    again = await admin.elect_leaders(ElectionType.PREFERRED, [tp], timeout_ms=30000)
+    assert again == {tp: ElectionNotNeededError}
+    unclean = await admin.elect_leaders(ElectionType.UNCLEAN, [tp])
+    assert unclean == {tp: ElectionNotNeededError}
+    everything = await admin.elect_leaders(ElectionType.PREFERRED)
+    assert tp not in everything or everything[tp] is ElectionNotNeededError
+
+    missing = TopicPartition(topic, 7)
+    with pytest.raises(UnknownTopicOrPartitionError, match=rf"{topic}.*7") as info:
+        await admin.elect_leaders(ElectionType.PREFERRED, [tp, missing])
+    assert "ElectLeaders" in str(info.value)
+
+
+# -- incremental configs -------------------------------------------------------------------
+
+
+async def described(
+    admin: AIOKafkaAdminClient, kind: str, name: str, *keys: str
+) -> dict[str, tuple[str | None, int]]:
+    """``{config: (value, config_source)}`` of a resource, as broker ``name`` or any
+    broker describes it."""
+    [resp] = await admin.describe_configs([ConfigResource(kind, name, dict.fromkeys(keys, ""))])
+    [(code, _msg, _type, _name, entries)] = resp.resources
+    assert code == 0
+    return {e.config_names: (e.config_value, e.config_source) for e in entries}
+
+
+DYNAMIC_TOPIC, DYNAMIC_BROKER, DEFAULT = 1, 2, 5
+
+
+async def test_incremental_alter_topic_configs(admin: AIOKafkaAdminClient) -> None:
+    topic = unique("replicas-configs")
+    await create(admin, NewTopic(topic, 1, 1))
+    res = ConfigResource(ConfigResourceType.TOPIC, topic)
+    keys = ("retention.ms", "cleanup.policy", "max.message.bytes")
+    await admin.incremental_alter_configs({res: [AlterConfigOp("max.message.bytes", "200000")]})
+    before = await described(admin, "topic", topic, *keys)
+    assert before["max.message.bytes"] == ("200000", DYNAMIC_TOPIC)
+    assert before["cleanup.policy"] == ("delete", DEFAULT)
+
+    # Each call changes only the configs it names; the call returns once they show.
+    await admin.incremental_alter_configs(
+        {
+            res: [
+                AlterConfigOp("retention.ms", "3600000"),
+                AlterConfigOp("cleanup.policy", "compact", AlterConfigOpType.APPEND),
+            ]
+        }
+    )
+    now = await described(admin, "topic", topic, *keys)
+    assert now["retention.ms"] == ("3600000", DYNAMIC_TOPIC)
+    assert now["cleanup.policy"] == ("delete,compact", DYNAMIC_TOPIC)
+    assert now["max.message.bytes"] == ("200000", DYNAMIC_TOPIC)  # kept (AlterConfigs drops it)
+
+    await admin.incremental_alter_configs(
+        {
+            res: [
+                AlterConfigOp("retention.ms", op=AlterConfigOpType.DELETE),
+                AlterConfigOp("cleanup.policy", "delete", AlterConfigOpType.SUBTRACT),
+            ]
+        }
+    )
+    now = await described(admin, "topic", topic, *keys)
+    assert now["retention.ms"] == ("604800000", DEFAULT)
+    assert now["cleanup.policy"] == ("compact", DYNAMIC_TOPIC)
+
+    # validate_only: checked, not changed.
+    await admin.incremental_alter_configs(
+        {res: [AlterConfigOp("retention.ms", "1000")]}, validate_only=True
+    )
+    assert (await described(admin, "topic", topic, "retention.ms"))["retention.ms"][0] == (
+        "604800000"
+    )
+
+    # Errors name the resource, after every resource was answered: the good one changed.
+    missing = unique("replicas-missing")
+    with pytest.raises(InvalidConfigurationError, match=rf"topic '{topic}'.*no\.such") as info:
+        await admin.incremental_alter_configs(
+            {
+                res: [AlterConfigOp("no.such.config", "1")],
+                ConfigResource("topic", missing): [AlterConfigOp("retention.ms", "1")],
+            }
+        )
+    assert missing in str(info.value) and "UnknownTopicOrPartitionError" in str(info.value)
+    with pytest.raises(InvalidConfigurationError, match=topic):
+        # APPEND to a config that is not a list.
+        await admin.incremental_alter_configs(
+            {res: [AlterConfigOp("retention.ms", "5", AlterConfigOpType.APPEND)]}
+        )
+    with pytest.raises(UnknownTopicOrPartitionError, match=missing):
+        await admin.incremental_alter_configs(
+            {ConfigResource("topic", missing): [AlterConfigOp("retention.ms", "1")]}
+        )
+
+
+async def test_incremental_alter_broker_configs(admin: AIOKafkaAdminClient) -> None:
+    # Dynamic configs of broker 3 only, harmless while set, deleted again at the end (the
+    # cluster is shared: it is left as found).
+    res = ConfigResource(ConfigResourceType.BROKER, 3)
+    key, listed = "log.cleaner.threads", "log.cleanup.policy"
+    before = await described(admin, "broker", "3", key, listed)
+    assert before[key][1] != DYNAMIC_BROKER and before[listed] == ("delete", DEFAULT)
+    try:
+        await admin.incremental_alter_configs({res: [AlterConfigOp(key, "2")]})
+        assert (await described(admin, "broker", "3", key))[key] == ("2", DYNAMIC_BROKER)
+        # Broker 3 only: broker 2 keeps its value.
+        assert (await described(admin, "broker", "2", key))[key] == before[key]
+        await admin.incremental_alter_configs(
+            {res: [AlterConfigOp(listed, "compact", AlterConfigOpType.APPEND)]}
+        )
+        assert (await described(admin, "broker", "3", listed))[listed] == (
+            "delete,compact",
+            DYNAMIC_BROKER,
+        )
+        # Kafka answers INVALID_REQUEST for a broker config's bad value.
+        with pytest.raises(InvalidRequestError, match=f"broker '3'.*{key}"):
+            await admin.incremental_alter_configs({res: [AlterConfigOp(key, "many")]})
+    finally:
+        await admin.incremental_alter_configs(
+            {
+                res: [
+                    AlterConfigOp(key, op=AlterConfigOpType.DELETE),
+                    AlterConfigOp(listed, op=AlterConfigOpType.DELETE),
+                ]
+            }
+        )
+    assert await described(admin, "broker", "3", key, listed) == before

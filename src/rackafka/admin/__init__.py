@@ -5,6 +5,7 @@ consumer groups of a cluster.
 the config resource types are in :mod:`rackafka.admin.config_resource`, as in aiokafka.
 """
 
+from rackafka.admin.alter_config_op import AlterConfigOp, AlterConfigOpType
 from rackafka.admin.client import AIOKafkaAdminClient
 from rackafka.admin.config_resource import ConfigResource, ConfigResourceType
 from rackafka.admin.new_partitions import NewPartitions
@@ -19,6 +20,8 @@ from rackafka.admin.replicas import (
 
 __all__ = [
     "AIOKafkaAdminClient",
+    "AlterConfigOp",
+    "AlterConfigOpType",
     "ConfigResource",
     "ConfigResourceType",
     "ElectionType",
