@@ -168,6 +168,60 @@ async def test_cancel_of_nothing_raises(admin: AIOKafkaAdminClient) -> None:
     assert isinstance(await admin.list_partition_reassignments(), dict)
 
 
+async def test_cancel_a_throttled_reassignment_in_progress(
+    kafka: KafkaCluster, admin: AIOKafkaAdminClient
+) -> None:
+    """A partition moving from broker 1 to broker 2 under a replication throttle of 1 byte
+    per second (of this topic's replicas only: the other topics replicate as before) stays
+    in progress long enough to be listed and cancelled: the partition is back on broker 1
+    alone."""
+    topic = unique("replicas-throttled")
+    await create(admin, NewTopic(topic, -1, -1, replica_assignments={0: [1]}))
+    tp = TopicPartition(topic, 0)
+    async with AIOKafkaProducer(bootstrap_servers=kafka.bootstrap_servers, linger_ms=5) as p:
+        # 6 MB: the follower fetches 1 MB, then waits out the throttle (some seconds).
+        for _ in range(60):
+            await asyncio.gather(
+                *[await p.send(topic, b"x" * 10_000, partition=0) for _ in range(10)]
+            )
+    rates = {
+        ConfigResource("broker", 1): "leader.replication.throttled.rate",
+        ConfigResource("broker", 2): "follower.replication.throttled.rate",
+    }
+    await admin.incremental_alter_configs(
+        {
+            ConfigResource("topic", topic): [
+                AlterConfigOp("leader.replication.throttled.replicas", "0:1"),
+                AlterConfigOp("follower.replication.throttled.replicas", "0:2"),
+            ]
+        }
+    )
+    try:
+        await admin.incremental_alter_configs(
+            {res: [AlterConfigOp(key, "1")] for res, key in rates.items()}
+        )
+        await admin.alter_partition_reassignments({tp: [2]})
+        ongoing = await admin.list_partition_reassignments()
+        assert ongoing[tp].adding_replicas == [2] and ongoing[tp].removing_replicas == [1]
+        assert sorted(ongoing[tp].replicas) == [1, 2]
+        assert await admin.list_partition_reassignments([tp]) == {tp: ongoing[tp]}
+
+        await admin.cancel_partition_reassignments([tp])
+
+        async def back() -> bool:
+            state = await partition_state(admin, topic)
+            return state[0]["replicas"] == [1] and not await admin.list_partition_reassignments(
+                [tp]
+            )
+
+        await eventually(back, f"{tp} back on broker 1 alone")
+    finally:
+        await admin.incremental_alter_configs(
+            {res: [AlterConfigOp(key, op=AlterConfigOpType.DELETE)] for res, key in rates.items()}
+        )
+        await admin.delete_topics([topic])
+
+
 # -- leader elections ----------------------------------------------------------------------
 
 
