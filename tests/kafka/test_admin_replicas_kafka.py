@@ -215,6 +215,8 @@ async def test_cancel_a_throttled_reassignment_in_progress(
             )
 
         await eventually(back, f"{tp} back on broker 1 alone")
+        with pytest.raises(NoReassignmentInProgressError, match=topic):
+            await admin.cancel_partition_reassignments([tp])
     finally:
         await admin.incremental_alter_configs(
             {res: [AlterConfigOp(key, op=AlterConfigOpType.DELETE)] for res, key in rates.items()}
