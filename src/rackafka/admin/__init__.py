@@ -5,6 +5,7 @@ consumer groups of a cluster.
 the config resource types are in :mod:`rackafka.admin.config_resource`, as in aiokafka.
 """
 
+from rackafka.admin.alter_config_op import AlterConfigOp, AlterConfigOpType
 from rackafka.admin.client import AIOKafkaAdminClient
 from rackafka.admin.config_resource import ConfigResource, ConfigResourceType
 from rackafka.admin.descriptions import ConsumerGroupDescription, MemberDescription
@@ -12,16 +13,28 @@ from rackafka.admin.new_partitions import NewPartitions
 from rackafka.admin.new_topic import NewTopic
 from rackafka.admin.offset_spec import ListOffsetsResultInfo, OffsetSpec
 from rackafka.admin.records_to_delete import RecordsToDelete
+from rackafka.admin.replicas import (
+    ElectionType,
+    LogDirDescription,
+    PartitionReassignment,
+    ReplicaInfo,
+)
 
 __all__ = [
     "AIOKafkaAdminClient",
+    "AlterConfigOp",
+    "AlterConfigOpType",
     "ConfigResource",
     "ConfigResourceType",
     "ConsumerGroupDescription",
+    "ElectionType",
     "ListOffsetsResultInfo",
+    "LogDirDescription",
     "MemberDescription",
     "NewPartitions",
     "NewTopic",
     "OffsetSpec",
+    "PartitionReassignment",
     "RecordsToDelete",
+    "ReplicaInfo",
 ]
