@@ -795,8 +795,8 @@ def _format_reassignment(report: DoctorReport) -> list[str]:
     if not changes:
         return lines
     lines.append(
-        f"reassign:  {len(changes)} partition(s) without a replica in {rack}: the proposal "
-        f"gives each one, copying {_human(r['bytes_to_move'])}"
+        f"reassign:  {len(changes)} partition(s) lack a replica in {rack}; the proposal "
+        f"copies {_human(r['bytes_to_move'])}"
     )
     for c in changes[:_SHOWN]:
         what = ", ".join(

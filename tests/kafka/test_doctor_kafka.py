@@ -184,7 +184,7 @@ def test_the_proposal_is_printed_and_nothing_changes_without_apply(
     )  # fmt: skip
     out = capsys.readouterr().out
     assert code == EXIT_CODES["no-replica-in-rack"], out
-    assert "reassign:  4 partition(s) without a replica in az-a" in out, out
+    assert "reassign:  4 partition(s) lack a replica in az-a; " in out, out
     assert f"{outside_az_a}[0]: [2, 3] -> [2, 3, 1] (adds 1; replication factor 2 -> 3, " in out
     written = json.loads(path.read_text())
     assert written == {

@@ -74,7 +74,7 @@ async def test_the_report_proposes_a_replica_in_the_rack(
     (message,) = [p["message"] for p in report.problems if p["code"] == "no-replica-in-rack"]
     assert "the reassignment below" in message
     text = format_report(report)
-    assert f"reassign:  {len(lacking)} partition(s) without a replica in az-a" in text, text
+    assert f"reassign:  {len(lacking)} partition(s) lack a replica in az-a; " in text, text
     p, reps = next(iter(sorted(lacking.items())))
     assert (
         f"{TOPIC}[{p}]: {list(reps)} -> {[*reps, one]} (adds {one}; replication factor 2 -> 3"
