@@ -145,7 +145,9 @@ async def run_doctor(
         security: ``security_protocol``, ``ssl_context``, ``sasl_mechanism``,
             ``sasl_plain_username``, ``sasl_plain_password``... as for the consumer.
     """
+    _check_seconds("apply_timeout", apply_timeout)
     report = DoctorReport()
+    plan: ReassignmentPlan | None = None
     # Checked as every client checks them (the security arguments become one object).
     cfg = CLIENT.check(
         {
@@ -245,7 +247,11 @@ async def apply_reassignment(
 
     Raises:
         KafkaError: the brokers refused the reassignment (the error names the partition).
+        TypeError, ValueError: ``timeout`` or ``poll`` is not a number of seconds
+            (``poll`` > 0, ``timeout`` >= 0).
     """
+    _check_seconds("timeout", timeout)
+    _check_seconds("poll", poll, positive=True)
     say = progress or (lambda line: None)
     wanted = plan.reassignments()
     tps = sorted(wanted)
@@ -291,6 +297,13 @@ async def apply_reassignment(
             )
             last = (len(pending), now)
         await asyncio.sleep(min(poll, max(timeout - elapsed, 0.0)))
+
+
+def _check_seconds(name: str, value: object, *, positive: bool = False) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number of seconds, not {value!r}")
+    if value < 0 or (positive and value == 0) or value != value:
+        raise ValueError(f"{name} must be {'> 0' if positive else '>= 0'} seconds, not {value!r}")
 
 
 async def _propose(

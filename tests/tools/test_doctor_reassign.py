@@ -259,3 +259,14 @@ async def test_a_refused_reassignment_exits_6(
 def test_apply_is_never_the_default() -> None:
     assert doctor._parser().parse_args(["--bootstrap-servers", "x", "--topic", "t"]).apply is False
     assert asyncio.iscoroutinefunction(run_doctor)
+
+
+async def test_invalid_seconds_are_named() -> None:
+    with pytest.raises(ValueError, match="apply_timeout"):
+        await run_doctor("127.0.0.1:1", ["t"], client_rack="az-a", apply_timeout=-1)
+    with pytest.raises(TypeError, match="apply_timeout"):
+        await run_doctor("127.0.0.1:1", ["t"], client_rack="az-a", apply_timeout="9")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="poll"):
+        await apply_reassignment(_Admin(rounds=0), _plan(), poll=0)
+    with pytest.raises(ValueError, match="timeout"):
+        await apply_reassignment(_Admin(rounds=0), _plan(), timeout=float("nan"))
