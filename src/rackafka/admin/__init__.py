@@ -10,12 +10,22 @@ from rackafka.admin.config_resource import ConfigResource, ConfigResourceType
 from rackafka.admin.new_partitions import NewPartitions
 from rackafka.admin.new_topic import NewTopic
 from rackafka.admin.records_to_delete import RecordsToDelete
+from rackafka.admin.replicas import (
+    ElectionType,
+    LogDirDescription,
+    PartitionReassignment,
+    ReplicaInfo,
+)
 
 __all__ = [
     "AIOKafkaAdminClient",
     "ConfigResource",
     "ConfigResourceType",
+    "ElectionType",
+    "LogDirDescription",
     "NewPartitions",
     "NewTopic",
+    "PartitionReassignment",
     "RecordsToDelete",
+    "ReplicaInfo",
 ]

@@ -18,6 +18,7 @@ from typing_extensions import Self
 from rackafka._version import __version__
 from rackafka.admin._configs import ConfigsAdmin
 from rackafka.admin._groups import GroupsAdmin
+from rackafka.admin._replicas import ReplicasAdmin
 from rackafka.admin._topics import TopicsAdmin
 from rackafka.client import KafkaClient
 from rackafka.config import CLIENT
@@ -30,7 +31,7 @@ __all__ = ["AIOKafkaAdminClient"]
 log = logging.getLogger(__name__)
 
 
-class AIOKafkaAdminClient(TopicsAdmin, ConfigsAdmin, GroupsAdmin):
+class AIOKafkaAdminClient(TopicsAdmin, ConfigsAdmin, GroupsAdmin, ReplicasAdmin):
     """A client that administers a Kafka cluster: topics, partitions, configs and
     consumer groups (aiokafka 0.14's ``AIOKafkaAdminClient``).
 

@@ -9,9 +9,12 @@ from rackafka.protocol.apis.delete_records import DELETE_RECORDS
 from rackafka.protocol.apis.delete_topics import DELETE_TOPICS
 from rackafka.protocol.apis.describe_configs import DESCRIBE_CONFIGS
 from rackafka.protocol.apis.describe_groups import DESCRIBE_GROUPS
+from rackafka.protocol.apis.describe_log_dirs import DESCRIBE_LOG_DIRS
+from rackafka.protocol.apis.elect_leaders import ELECT_LEADERS
 from rackafka.protocol.apis.fetch import FETCH
 from rackafka.protocol.apis.find_coordinator import FIND_COORDINATOR
 from rackafka.protocol.apis.heartbeat import HEARTBEAT
+from rackafka.protocol.apis.incremental_alter_configs import INCREMENTAL_ALTER_CONFIGS
 from rackafka.protocol.apis.init_producer_id import INIT_PRODUCER_ID
 from rackafka.protocol.apis.join_group import JOIN_GROUP
 from rackafka.protocol.apis.leave_group import LEAVE_GROUP
@@ -21,6 +24,10 @@ from rackafka.protocol.apis.metadata import METADATA
 from rackafka.protocol.apis.offset_commit import OFFSET_COMMIT
 from rackafka.protocol.apis.offset_fetch import OFFSET_FETCH
 from rackafka.protocol.apis.offset_for_leader_epoch import OFFSET_FOR_LEADER_EPOCH
+from rackafka.protocol.apis.partition_reassignments import (
+    ALTER_PARTITION_REASSIGNMENTS,
+    LIST_PARTITION_REASSIGNMENTS,
+)
 from rackafka.protocol.apis.produce import PRODUCE
 from rackafka.protocol.apis.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from rackafka.protocol.apis.sync_group import SYNC_GROUP
@@ -62,6 +69,11 @@ ALL_APIS: tuple[Api, ...] = (
     DELETE_RECORDS,
     ALTER_CONFIGS,
     CREATE_PARTITIONS,
+    DESCRIBE_LOG_DIRS,
+    ELECT_LEADERS,
+    INCREMENTAL_ALTER_CONFIGS,
+    ALTER_PARTITION_REASSIGNMENTS,
+    LIST_PARTITION_REASSIGNMENTS,
 )
 API_BY_KEY: dict[int, Api] = {api.key: api for api in ALL_APIS}
 
@@ -97,4 +109,9 @@ __all__ = [
     "SASL_HANDSHAKE",
     "SYNC_GROUP",
     "TXN_OFFSET_COMMIT",
+    "DESCRIBE_LOG_DIRS",
+    "ELECT_LEADERS",
+    "INCREMENTAL_ALTER_CONFIGS",
+    "ALTER_PARTITION_REASSIGNMENTS",
+    "LIST_PARTITION_REASSIGNMENTS",
 ]
