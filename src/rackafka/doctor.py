@@ -650,7 +650,7 @@ def _judge(report: DoctorReport) -> None:
             f"{report.client_rack or report.requested_rack}: "
             "they are read from another zone"
             + (
-                " (the reassignment below gives each one a replica there)"
+                " (the proposed reassignment gives each one a replica there)"
                 if report.reassignment.get("partitions")
                 else " (spread their replicas over all racks)"
             ),
@@ -810,6 +810,7 @@ def _format_reassignment(report: DoctorReport) -> list[str]:
     lines.append(
         f"reassign:  {len(changes)} partition(s) lack a replica in {rack}; the proposal "
         f"copies {_human(r['bytes_to_move'])}"
+        + (f" and {len(r['unknown_sizes'])} of unknown size" if r["unknown_sizes"] else "")
     )
     for c in changes[:_SHOWN]:
         what = ", ".join(

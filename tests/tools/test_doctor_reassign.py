@@ -72,7 +72,7 @@ async def test_the_report_proposes_a_replica_in_the_rack(
     assert len(r["replication_factor_grows"]) == len(lacking)
     assert r["unfixable_racks"] == []
     (message,) = [p["message"] for p in report.problems if p["code"] == "no-replica-in-rack"]
-    assert "the reassignment below" in message
+    assert "the proposed reassignment gives each one" in message
     text = format_report(report)
     assert f"reassign:  {len(lacking)} partition(s) lack a replica in az-a; " in text, text
     p, reps = next(iter(sorted(lacking.items())))
