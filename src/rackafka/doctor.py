@@ -17,12 +17,19 @@ It prints, in order:
    preferred read replica; one without it names none;
 5. **sample**: a short read of the newest records of every partition with that rack:
    bytes per rack, the cross-rack share, and each partition still read from a leader in
-   another rack, with the reason.
+   another rack, with the reason;
+6. **reassign**: when partitions have no replica in the rack, the smallest reassignment
+   that gives each one a replica there (one new replica on the rack's least loaded broker,
+   in place of a second replica of another rack, or added), the bytes it copies (from
+   ``DescribeLogDirs``), as Kafka's reassignment file (``--reassignment-file``).  With
+   ``--apply`` (never by default) the doctor makes it, waits until the brokers finish it
+   and checks again.
 
 Exit status: 0 when reads stay in the zone; otherwise the first problem found:
 ``2`` no rack (nothing detected, or not a broker rack), ``3`` the brokers' replica selector
 is not active, ``4`` partitions without an in-sync replica in the rack, ``5`` the sample
-read bytes from another rack, ``1`` the cluster could not be reached.  ``--json`` prints
+read bytes from another rack, ``6`` the reassignment of ``--apply`` failed or did not
+finish in time, ``1`` the cluster could not be reached.  ``--json`` prints
 the whole report as one JSON object.
 """
 
@@ -34,10 +41,11 @@ import json
 import os
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from rackafka.admin import AIOKafkaAdminClient
 from rackafka.client import KafkaClient
 from rackafka.config import CLIENT, Settings, security_kwargs
 from rackafka.consumer import AIOKafkaConsumer
@@ -47,8 +55,9 @@ from rackafka.protocol.apis.fetch import FETCH
 from rackafka.protocol.schema import UUID_ZERO
 from rackafka.structs import TopicPartition
 from rackafka.zones import RackDecision, resolve_rack
+from rackafka.zones.reassign import ReassignmentPlan, plan_rack_reassignment
 
-__all__ = ["EXIT_CODES", "DoctorReport", "main", "run_doctor"]
+__all__ = ["EXIT_CODES", "DoctorReport", "apply_reassignment", "main", "run_doctor"]
 
 #: Exit status of each problem (0: reads stay in the zone).
 EXIT_CODES: Mapping[str, int] = {
@@ -57,6 +66,7 @@ EXIT_CODES: Mapping[str, int] = {
     "selector-inactive": 3,
     "no-replica-in-rack": 4,
     "cross-rack-reads": 5,
+    "reassignment-failed": 6,
 }
 _RACK_AWARE_FETCH = 11
 _TOPIC_ID_FETCH = 13
@@ -79,6 +89,11 @@ class DoctorReport:
     selector: dict[str, Any] = field(default_factory=dict)
     sample: dict[str, Any] = field(default_factory=dict)
     problems: list[dict[str, str]] = field(default_factory=list)
+    #: The proposed reassignment (:meth:`ReassignmentPlan.to_dict`), when partitions
+    #: have no replica in the rack.
+    reassignment: dict[str, Any] = field(default_factory=dict)
+    #: What ``apply=True`` did before this (second) check: ``completed``, ``seconds``...
+    applied: dict[str, Any] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -106,6 +121,9 @@ async def run_doctor(
     sample_records: int = 200,
     environ: Mapping[str, str] | None = None,
     detect_timeout: float = 1.0,
+    apply: bool = False,
+    apply_timeout: float = 600.0,
+    progress: Callable[[str], None] | None = None,
     **security: Any,
 ) -> DoctorReport:
     """Check whether a consumer here reads ``topics`` from its own zone.
@@ -118,10 +136,18 @@ async def run_doctor(
         sample_records: per partition, how many of the newest records the sample reads.
         environ: the environment for zone detection (default ``os.environ``).
         detect_timeout: seconds for each metadata service.
+        apply: make the proposed reassignment (``report.reassignment``), wait until the
+            brokers finish it, and check again: the report returned is the second check's,
+            with ``applied`` telling what happened.  Never by default.
+        apply_timeout: at most this many seconds for the brokers to finish it (they go
+            on after that: the report says which partitions were still moving).
+        progress: called with a line of text as the reassignment progresses.
         security: ``security_protocol``, ``ssl_context``, ``sasl_mechanism``,
             ``sasl_plain_username``, ``sasl_plain_password``... as for the consumer.
     """
+    _check_seconds("apply_timeout", apply_timeout)
     report = DoctorReport()
+    plan: ReassignmentPlan | None = None
     # Checked as every client checks them (the security arguments become one object).
     cfg = CLIENT.check(
         {
@@ -151,13 +177,212 @@ async def run_doctor(
         if not any(racks.values()):
             report.notes.append("no broker has a rack (broker.rack is not set)")
         _coverage(report, cluster, topics, racks)
+        plan = await _propose(report, cfg, cluster, topics, racks)
         if rack is not None:
             await _probe(report, client, cluster, topics, racks)
             await _sample(report, cfg, cluster, topics, sample_seconds, sample_records)
         _judge(report)
     finally:
         await client.close()
-    return report
+    if not apply or plan is None or not plan.changes:
+        return report
+    say = progress or (lambda line: None)
+    try:
+        async with _admin(cfg) as admin:
+            applied = await apply_reassignment(admin, plan, timeout=apply_timeout, progress=say)
+    except (KafkaError, OSError) as exc:
+        applied = {"partitions": len(plan.changes), "completed": False, "error": str(exc)}
+    say("checking again")
+    again = await run_doctor(
+        bootstrap_servers,
+        topics,
+        client_rack=client_rack,
+        sample_seconds=sample_seconds,
+        sample_records=sample_records,
+        environ=environ,
+        detect_timeout=detect_timeout,
+        **security,
+    )
+    again.applied = {**applied, "reassignment_json": plan.kafka_json()}
+    if not applied["completed"]:
+        why = applied.get("error") or (
+            f"{len(applied.get('pending', ()))} partition(s) still moving after "
+            f"{apply_timeout:g} s (the brokers go on: run the doctor again later)"
+        )
+        again.problems.insert(
+            0, {"code": "reassignment-failed", "message": f"the reassignment: {why}"}
+        )
+    return again
+
+
+def _admin(cfg: Settings) -> AIOKafkaAdminClient:
+    return AIOKafkaAdminClient(
+        bootstrap_servers=cfg["bootstrap_servers"],
+        client_id=cfg["client_id"],
+        **security_kwargs(cfg.security),
+    )
+
+
+async def apply_reassignment(
+    admin: Any,
+    plan: ReassignmentPlan,
+    *,
+    timeout: float = 600.0,
+    poll: float = 1.0,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Make ``plan``'s reassignment and wait until the brokers no longer list it.
+
+    Arguments:
+        admin: a started :class:`~rackafka.admin.AIOKafkaAdminClient`.
+        plan: what :func:`~rackafka.zones.reassign.plan_rack_reassignment` proposed.
+        timeout: at most this many seconds of waiting (the brokers go on after it).
+        poll: seconds between two ``list_partition_reassignments``.
+        progress: called with a line of text: the start, every change of the number
+            of partitions still moving (at least every 10 s), the end.
+
+    Returns:
+        ``partitions`` (how many), ``completed`` (none still listed), ``seconds``,
+        ``pending`` (those still moving, as ``{"topic", "partition"}``).
+
+    Raises:
+        KafkaError: the brokers refused the reassignment (the error names the partition).
+        TypeError, ValueError: ``timeout`` or ``poll`` is not a number of seconds
+            (``poll`` > 0, ``timeout`` >= 0).
+    """
+    _check_seconds("timeout", timeout)
+    _check_seconds("poll", poll, positive=True)
+    say = progress or (lambda line: None)
+    wanted = plan.reassignments()
+    tps = sorted(wanted)
+    start = time.monotonic()
+    if tps:
+        await admin.alter_partition_reassignments(wanted)
+        say(
+            f"reassigning {len(tps)} partition(s): {len(plan.grown)} gain a replica, "
+            f"{_human(plan.bytes_moved)} to copy"
+        )
+    last: tuple[int, float] = (-1, start)
+    ongoing: Mapping[TopicPartition, Any] = {}
+    while True:
+        pending = []
+        if tps:
+            ongoing = await admin.list_partition_reassignments(tps)
+            pending = [tp for tp in tps if tp in ongoing]
+        elapsed = time.monotonic() - start
+        if not pending or elapsed >= timeout:
+            done = not pending
+            say(
+                f"reassignment done in {elapsed:.1f} s"
+                if done
+                else f"{len(pending)} of {len(tps)} partition(s) still moving after "
+                f"{elapsed:.0f} s: stopped waiting"
+            )
+            return {
+                "partitions": len(tps),
+                "completed": done,
+                "seconds": round(elapsed, 3),
+                "pending": [{"topic": tp.topic, "partition": tp.partition} for tp in pending],
+            }
+        now = time.monotonic()
+        if len(pending) != last[0] or now - last[1] >= 10:
+            moving = ", ".join(
+                f"{tp.topic}[{tp.partition}] +{list(ongoing[tp].adding_replicas)}"
+                for tp in pending[:5]
+            )
+            more = f" and {len(pending) - 5} more" if len(pending) > 5 else ""
+            say(
+                f"{len(tps) - len(pending)}/{len(tps)} partition(s) done after "
+                f"{elapsed:.0f} s; moving: {moving}{more}"
+            )
+            last = (len(pending), now)
+        await asyncio.sleep(min(poll, max(timeout - elapsed, 0.0)))
+
+
+def _check_seconds(name: str, value: object, *, positive: bool = False) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number of seconds, not {value!r}")
+    if value < 0 or (positive and value == 0) or value != value:
+        raise ValueError(f"{name} must be {'> 0' if positive else '>= 0'} seconds, not {value!r}")
+
+
+async def _propose(
+    report: DoctorReport,
+    cfg: Settings,
+    cluster: Any,
+    topics: Sequence[str],
+    racks: Mapping[int, str | None],
+) -> ReassignmentPlan | None:
+    """The reassignment giving every partition of ``topics`` a replica in the rack (also
+    in ``report.reassignment``); None when there is no rack to plan for."""
+    rack = report.client_rack or report.requested_rack
+    if rack is None:
+        return None
+    replicas: dict[TopicPartition, tuple[int, ...]] = {}
+    leaders: dict[TopicPartition, int] = {}
+    for topic in topics:
+        for p, info in (cluster.partitions.get(topic) or {}).items():
+            if info.replicas:
+                replicas[TopicPartition(topic, p)] = tuple(info.replicas)
+                if info.leader >= 0:
+                    leaders[TopicPartition(topic, p)] = info.leader
+    plan = plan_rack_reassignment(replicas, racks, rack, leaders=leaders)
+    if plan.unfixable_racks:
+        report.notes.append(
+            f"no broker is in rack {rack!r}: no reassignment can give its partitions a "
+            "replica there (a broker with that broker.rack is needed)"
+        )
+    planned = {c.tp for c in plan.changes} | set(plan.unfixed)
+    for topic, v in report.topics.items():
+        for p in v.get("without_replica_in_rack", ()):
+            if TopicPartition(topic, p) not in planned:
+                report.notes.append(
+                    f"{topic}[{p}] has a replica in {rack} that is not in sync: it serves "
+                    "reads once it catches up (no reassignment needed)"
+                )
+    if plan.changes:
+        sizes, per_broker, source = await _log_dir_sizes(cfg)
+        plan = plan_rack_reassignment(
+            replicas, racks, rack, sizes, leaders=leaders, broker_bytes=per_broker
+        )
+        report.reassignment = {**plan.to_dict(), "sizes_from": source}
+    elif plan.unfixed:
+        report.reassignment = plan.to_dict()
+    return plan
+
+
+async def _log_dir_sizes(
+    cfg: Settings,
+) -> tuple[dict[TopicPartition, int], dict[int, int] | None, str]:
+    """Each partition's size (its largest replica), the bytes of each broker, and where
+    they come from (``DescribeLogDirs``, or why they are unknown)."""
+    try:
+        async with _admin(cfg) as admin:
+            dirs = await admin.describe_log_dirs()
+    except (KafkaError, OSError) as exc:
+        return {}, None, f"unknown: DescribeLogDirs failed ({exc})"
+    sizes: dict[TopicPartition, int] = {}
+    per_broker: dict[int, int] = {}
+    for broker, by_dir in dirs.items():
+        for described in by_dir.values():
+            for tp, info in described.replicas.items():
+                if info.is_future:
+                    continue
+                per_broker[broker] = per_broker.get(broker, 0) + info.size
+                sizes[tp] = max(sizes.get(tp, 0), info.size)
+    return sizes, per_broker, "DescribeLogDirs"
+
+
+def _human(n: int) -> str:
+    """Bytes for a reader: ``1.2 MiB (1258291 B)``."""
+    if n < 1024:
+        return f"{n} B"
+    value = float(n)
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        value /= 1024
+        if value < 1024 or unit == "TiB":
+            break
+    return f"{value:.1f} {unit} ({n} B)"
 
 
 async def _decide_rack(
@@ -423,7 +648,12 @@ def _judge(report: DoctorReport) -> None:
             "no-replica-in-rack",
             f"{missing} partition(s) have no in-sync replica in "
             f"{report.client_rack or report.requested_rack}: "
-            "they are read from another zone (reassign replicas across all racks)",
+            "they are read from another zone"
+            + (
+                " (the proposed reassignment gives each one a replica there)"
+                if report.reassignment.get("partitions")
+                else " (spread their replicas over all racks)"
+            ),
         )
     cross = report.sample.get("cross_rack_bytes", 0)
     if cross:
@@ -463,6 +693,24 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--sample-records", type=int, default=200, help="per partition")
     parser.add_argument("--detect-timeout", type=float, default=1.0)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--reassignment-file",
+        default=None,
+        metavar="PATH",
+        help="write the proposed reassignment there (kafka-reassign-partitions' "
+        "--reassignment-json-file format)",
+    )
+    parser.add_argument(
+        "--apply",
+        action="store_true",
+        help="make the proposed reassignment, wait until it is done, and check again",
+    )
+    parser.add_argument(
+        "--apply-timeout",
+        type=float,
+        default=600.0,
+        help="seconds to wait for the reassignment (default 600)",
+    )
     return parser
 
 
@@ -524,11 +772,78 @@ def format_report(report: DoctorReport) -> str:
                 f"{f['read_from']} ({f['read_from_rack']}): {f['reason']}"
                 for f in s["partitions_not_read_in_rack"]
             )
+    lines.extend(_format_reassignment(report))
     if report.problems:
         lines.extend(f"PROBLEM ({p['code']}): {p['message']}" for p in report.problems)
     else:
         lines.append("OK: reads stay in the zone")
     return "\n".join(lines)
+
+
+_SHOWN = 20
+
+
+def _format_reassignment(report: DoctorReport) -> list[str]:
+    lines = []
+    a = report.applied
+    if a:
+        if a.get("completed"):
+            lines.append(
+                f"applied:   {a['partitions']} partition(s) reassigned in {a['seconds']:.1f} s"
+            )
+        else:
+            pending = len(a.get("pending", ()))
+            why = a.get("error") or f"{pending} partition(s) still moving"
+            lines.append(f"applied:   unfinished: {why}")
+    r = report.reassignment
+    if not r:
+        return lines
+    rack = ", ".join(r["racks"])
+    if r["unfixable_racks"]:
+        lines.append(
+            f"reassign:  cannot be fixed by reassignment: no broker is in rack "
+            f"{', '.join(r['unfixable_racks'])} ({len(r['unfixed'])} partition(s) lack it)"
+        )
+    changes = r["partitions"]
+    if not changes:
+        return lines
+    lines.append(
+        f"reassign:  {len(changes)} partition(s) lack a replica in {rack}; the proposal "
+        f"copies {_human(r['bytes_to_move'])}"
+        + (f" and {len(r['unknown_sizes'])} of unknown size" if r["unknown_sizes"] else "")
+    )
+    for c in changes[:_SHOWN]:
+        what = ", ".join(
+            [f"{new} replaces {old}" for new, old in zip(c["added"], c["removed"], strict=False)]
+            + [f"adds {new}" for new in c["added"][len(c["removed"]) :]]
+        )
+        grows = (
+            f"; replication factor {len(c['current'])} -> {len(c['replicas'])}"
+            if len(c["replicas"]) > len(c["current"])
+            else ""
+        )
+        size = f", {_human(c['size'])}" if c["size"] is not None else ""
+        lines.append(
+            f"           {c['topic']}[{c['partition']}]: {c['current']} -> {c['replicas']} "
+            f"({what}{grows}{size})"
+        )
+    if len(changes) > _SHOWN:
+        lines.append(f"           ... and {len(changes) - _SHOWN} more (--json shows all)")
+    if r["unknown_sizes"]:
+        lines.append(
+            f"           size unknown for {len(r['unknown_sizes'])} partition(s), not counted "
+            f"({r.get('sizes_from', 'unknown')})"
+        )
+    if r["replication_factor_grows"]:
+        lines.append(
+            f"           {len(r['replication_factor_grows'])} partition(s) gain a replica "
+            "(no other rack holds two to give one up)"
+        )
+    lines.append(
+        "           to make it: --apply, or --reassignment-file FILE and "
+        "kafka-reassign-partitions --execute --reassignment-json-file FILE"
+    )
+    return lines
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
@@ -544,9 +859,24 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             sample_records=args.sample_records,
             environ=env,
             detect_timeout=args.detect_timeout,
+            apply=args.apply,
+            apply_timeout=args.apply_timeout,
+            progress=lambda line: print(f"rackafka-doctor: {line}", file=sys.stderr, flush=True),
             **_security(args, env),
         )
     )
+    if args.reassignment_file:
+        # the proposal that was checked (and made, with --apply), else the current one
+        kafka_file = report.applied.get("reassignment_json") or report.reassignment.get(
+            "reassignment_json"
+        )
+        if kafka_file and kafka_file["partitions"]:
+            with open(args.reassignment_file, "w", encoding="utf-8") as out:
+                json.dump(kafka_file, out, indent=2)
+                out.write("\n")
+            report.notes.append(f"reassignment written to {args.reassignment_file}")
+        else:
+            report.notes.append(f"nothing to reassign: {args.reassignment_file} not written")
     if args.json:
         print(json.dumps(report.to_dict(), indent=2, sort_keys=True))
     else:

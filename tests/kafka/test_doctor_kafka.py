@@ -6,14 +6,19 @@ services, which tests never do.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import pathlib
 import subprocess
 import sys
+from collections.abc import Iterator
 
 import pytest
 
-from rackafka.doctor import EXIT_CODES, run_doctor
+from rackafka import AIOKafkaAdminClient
+from rackafka.admin import NewTopic
+from rackafka.doctor import EXIT_CODES, main, run_doctor
 from rackafka.testing import KafkaCluster
 
 from ._flow import unique
@@ -123,3 +128,106 @@ def test_command_line_over_sasl_ssl(kafka: KafkaCluster, doctor_topics: tuple[st
     assert text.returncode == 0, text.stdout + text.stderr
     assert "selector:  active" in text.stdout
     assert "OK: reads stay in the zone" in text.stdout
+
+
+# -- a rack without a replica: the proposal, and --apply ---------------------------------------
+
+#: Replicas only in az-b (broker 2) and az-c (broker 3): none of them in az-a (broker 1).
+OUTSIDE_AZ_A = {0: [2, 3], 1: [3, 2], 2: [2, 3], 3: [3, 2]}
+
+
+@pytest.fixture(scope="module")
+def outside_az_a(kafka: KafkaCluster) -> Iterator[str]:
+    """A topic whose partitions have replicas in az-b and az-c only, holding records;
+    deleted afterwards."""
+    name = unique("doctor-no-az-a")
+
+    async def create() -> None:
+        async with AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers) as admin:
+            resp = await admin.create_topics(
+                [NewTopic(name, -1, -1, replica_assignments=OUTSIDE_AZ_A)]
+            )
+            assert resp.topic_errors == [(name, 0, None)]
+
+    async def delete() -> None:
+        async with AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers) as admin:
+            await admin.delete_topics([name], timeout_ms=30000)
+
+    asyncio.run(create())
+    try:
+        assert kafka.produce(name, 400, partition="spread").count == 400
+        yield name
+    finally:
+        asyncio.run(delete())
+
+
+def _replicas(kafka: KafkaCluster, topic: str) -> dict[int, list[int]]:
+    return {p.partition: list(p.replicas) for p in kafka.partitions(topic)}
+
+
+def test_the_proposal_is_printed_and_nothing_changes_without_apply(
+    kafka: KafkaCluster,
+    outside_az_a: str,
+    tmp_path: pathlib.Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = tmp_path / "reassign.json"
+    code = main(
+        [
+            "--bootstrap-servers", kafka.bootstrap_servers,
+            "--topic", outside_az_a,
+            "--client-rack", "az-a",
+            "--sample-seconds", "0",
+            "--reassignment-file", str(path),
+        ],
+        environ={},
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == EXIT_CODES["no-replica-in-rack"], out
+    assert "reassign:  4 partition(s) lack a replica in az-a; " in out, out
+    assert f"{outside_az_a}[0]: [2, 3] -> [2, 3, 1] (adds 1; replication factor 2 -> 3, " in out
+    written = json.loads(path.read_text())
+    assert written == {
+        "version": 1,
+        "partitions": [
+            {"topic": outside_az_a, "partition": p, "replicas": [*reps, 1]}
+            for p, reps in sorted(OUTSIDE_AZ_A.items())
+        ],
+    }
+    assert _replicas(kafka, outside_az_a) == OUTSIDE_AZ_A
+
+
+async def test_apply_gives_every_partition_a_replica_in_the_rack(
+    kafka: KafkaCluster, outside_az_a: str
+) -> None:
+    before = await run_doctor(
+        kafka.bootstrap_servers, [outside_az_a], client_rack="az-a", sample_seconds=0
+    )
+    assert before.topics[outside_az_a]["without_replica_in_rack"] == [0, 1, 2, 3]
+    proposal = before.reassignment
+    assert [c["added"] for c in proposal["partitions"]] == [[1]] * 4
+    assert proposal["sizes_from"] == "DescribeLogDirs"
+    sizes = [c["size"] for c in proposal["partitions"]]
+    assert all(s > 0 for s in sizes), proposal  # 100 records of ~100 B each
+    assert proposal["bytes_to_move"] == sum(sizes)
+    assert proposal["unknown_sizes"] == []
+    lines: list[str] = []
+    after = await run_doctor(
+        kafka.bootstrap_servers,
+        [outside_az_a],
+        client_rack="az-a",
+        sample_seconds=60,
+        apply=True,
+        apply_timeout=120,
+        progress=lines.append,
+    )
+    assert after.applied["completed"] is True, (after.applied, lines)
+    assert after.applied["partitions"] == 4
+    assert lines[0].startswith("reassigning 4 partition(s): 4 gain a replica")
+    assert lines[-2].startswith("reassignment done in ") and lines[-1] == "checking again"
+    # the second check: every partition has an in-sync replica in az-a and is read from it
+    assert after.topics[outside_az_a]["share_with_replica_in_rack"] == 1.0
+    assert after.reassignment == {}
+    assert after.problems == [], after.to_dict()
+    assert after.sample["bytes_by_rack"] == {"az-a": after.sample["bytes"]}
+    assert _replicas(kafka, outside_az_a) == {p: [*r, 1] for p, r in OUTSIDE_AZ_A.items()}
