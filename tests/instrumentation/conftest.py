@@ -72,4 +72,3 @@ async def clients(embedded_cluster: EmbeddedCluster) -> AsyncIterator[list[Any]]
     finally:
         for client in reversed(made):
             await client.stop()
-
