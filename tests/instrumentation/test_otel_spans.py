@@ -444,3 +444,45 @@ async def test_no_credential_in_spans_or_metrics(telemetry: Telemetry) -> None:
     assert "alice" in repr(options)
     assert PASSWORD not in text
     assert "bootstrap" not in text and "sasl" not in text
+
+
+# -- racks ---------------------------------------------------------------------------------------
+
+
+async def test_record_spans_and_metrics_name_the_replica_and_rack_read_from(
+    embedded_cluster: EmbeddedCluster, telemetry: Telemetry, clients: list[Any]
+) -> None:
+    cluster = embedded_cluster
+    cluster.create_topic("r1", 1, 3, leaders=[1])  # led in az-a, replicas in every rack
+    p = await started(clients, producer(cluster, client_rack="az-c"))
+    for i in range(20):
+        await p.send_and_wait("r1", b"%d" % i)
+    cluster.emulate_rack_aware_selector("az-b")
+    c = await started(clients, consumer(cluster, "r1", client_rack="az-b", client_id="cb"))
+    await read(c, 20)
+    record_spans = [
+        s for s in telemetry.spans("r1 receive") if "messaging.kafka.offset" in (s.attributes or {})
+    ]
+    assert len(record_spans) == 20
+    for span in record_spans:
+        attributes = span.attributes or {}
+        assert attributes["rackafka.broker.id"] == 2  # the follower in az-b, not the leader
+        assert attributes["rackafka.broker.rack"] == "az-b"
+        assert attributes["rackafka.client.rack"] == "az-b"
+        assert attributes["rackafka.same_rack"] is True
+    for span in telemetry.spans("r1 send"):  # to the leader in az-a from az-c
+        attributes = span.attributes or {}
+        assert attributes["rackafka.broker.id"] == 1
+        assert attributes["rackafka.same_rack"] is False
+    metrics = telemetry.metrics()
+    fetched = {
+        (p.attributes.get("rackafka.broker.rack"), p.attributes.get("rackafka.same_rack")): p.value
+        for p in metrics["rackafka.consumer.fetched.bytes"]
+        if p.attributes["messaging.client.id"] == "cb"
+    }
+    assert fetched[("az-b", True)] == c.fetch_stats().same_rack_bytes > 0
+    assert not any(v for (rack, _), v in fetched.items() if rack != "az-b")
+    (sent,) = metrics["rackafka.producer.sent.bytes"]
+    assert sent.attributes["rackafka.broker.rack"] == "az-a"
+    assert sent.attributes["rackafka.same_rack"] is False
+    assert sent.value == p.send_stats().cross_rack_bytes > 0
