@@ -233,6 +233,7 @@ def _sent(
         "messaging.system": _SYSTEM,
         "messaging.destination.name": topic,
         "messaging.operation.name": "send",
+        "messaging.operation.type": "send",
     }
     if metadata is not None:
         partition = str(metadata.partition)
@@ -310,6 +311,7 @@ def _polled(
     attributes: dict[str, Any] = {
         "messaging.system": _SYSTEM,
         "messaging.operation.name": "receive",
+        "messaging.operation.type": "receive",
     }
     group = consumer._group_id
     if group is not None:
@@ -352,6 +354,7 @@ class _ConsumerView:
         attributes: dict[str, Any] = {
             "messaging.system": _SYSTEM,
             "messaging.operation.name": "receive",
+            "messaging.operation.type": "receive",
             "messaging.destination.name": topic,
             "messaging.destination.partition.id": str(partition),
         }
