@@ -117,6 +117,7 @@ async def test_uninstrument_removes_everything(
 
 
 def test_instrumentor_is_an_opentelemetry_instrumentor() -> None:
+    from importlib.metadata import EntryPoint, EntryPoints
     from pathlib import Path
 
     from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
@@ -129,6 +130,10 @@ def test_instrumentor_is_an_opentelemetry_instrumentor() -> None:
     project = tomllib.loads(pyproject.read_text())["project"]
     group = project["entry-points"]["opentelemetry_instrumentor"]
     assert group == {"rackafka": "rackafka.instrumentation.opentelemetry:RackafkaInstrumentor"}
+    (entry_point,) = EntryPoints(
+        [EntryPoint("rackafka", group["rackafka"], "opentelemetry_instrumentor")]
+    )
+    assert entry_point.load() is RackafkaInstrumentor
     assert (
         "opentelemetry-instrumentation>=0.47b0" in project["optional-dependencies"]["opentelemetry"]
     )
