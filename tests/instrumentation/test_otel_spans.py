@@ -491,3 +491,23 @@ async def test_record_spans_and_metrics_name_the_replica_and_rack_read_from(
     assert sent.attributes["rackafka.broker.rack"] == "az-a"
     assert sent.attributes["rackafka.same_rack"] is False
     assert sent.value == p.send_stats().cross_rack_bytes > 0
+
+
+async def test_a_failure_of_tracing_never_loses_records(
+    embedded_cluster: EmbeddedCluster,
+    telemetry: Telemetry,
+    clients: list[Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from rackafka.instrumentation import _otel_trace
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("tracing broke")
+
+    monkeypatch.setattr(_otel_trace, "_record_span", broken)
+    embedded_cluster.create_topic("lose", 1)
+    embedded_cluster.produce("lose", 3)
+    c = await started(clients, consumer(embedded_cluster, "lose"))
+    first = await asyncio.wait_for(c.getone(), WAIT)
+    rest = await read(c, 2)
+    assert [r.offset for r in [first, *rest]] == [0, 1, 2]

@@ -22,6 +22,7 @@ credentials, no bootstrap list.
 from __future__ import annotations
 
 import functools
+import logging
 import time
 from collections.abc import Callable, Iterable, MutableSequence, Sequence
 from typing import Any
@@ -34,6 +35,8 @@ from rackafka.instrumentation._otel_metrics import Instruments, rack_attributes
 from rackafka.structs import ConsumerRecord, TopicPartition
 
 __all__ = ["HeadersGetter", "HeadersSetter", "traced_consumer", "traced_producer"]
+
+log = logging.getLogger("rackafka.instrumentation")
 
 _SYSTEM = "kafka"
 _clock = time.perf_counter
@@ -242,9 +245,12 @@ def _sent(
             span.set_attribute("messaging.destination.partition.id", partition)
             if metadata.offset is not None and metadata.offset >= 0:
                 span.set_attribute("messaging.kafka.offset", metadata.offset)
-            cluster = producer._cluster
-            leader = cluster.leader_for(TopicPartition(topic, metadata.partition))
-            span.set_attributes(broker_attributes(cluster, leader, producer.client_rack))
+            try:
+                cluster = producer._cluster
+                leader = cluster.leader_for(TopicPartition(topic, metadata.partition))
+                span.set_attributes(broker_attributes(cluster, leader, producer.client_rack))
+            except Exception:  # the span ends all the same
+                log.exception("reading the leader of a sent record failed")
     if exc is not None:
         metric["error.type"] = _error_type(exc)
         _fail(span, exc)
@@ -279,9 +285,12 @@ def traced_consumer(
             raise
         _polled(instruments, self, started, None)
         if isinstance(record, ConsumerRecord):
-            view = _ConsumerView(self)
-            _record_span(tracer, view, record).end()
-            instruments.consumed.add(1, view.metric(record.topic, record.partition))
+            try:
+                view = _ConsumerView(self)
+                _record_span(tracer, view, record).end()
+                instruments.consumed.add(1, view.metric(record.topic, record.partition))
+            except Exception:  # the record is taken: it is returned whatever happens here
+                log.exception("tracing a record failed")
         return record
 
     @functools.wraps(getmany)
@@ -299,7 +308,10 @@ def traced_consumer(
             raise
         _polled(instruments, self, started, None)
         if records:
-            _getmany_spans(tracer, instruments, _ConsumerView(self), records)
+            try:
+                _getmany_spans(tracer, instruments, _ConsumerView(self), records)
+            except Exception:  # the records are taken: they are returned whatever happens
+                log.exception("tracing records failed")
         return records
 
     return traced_getone, traced_getmany
