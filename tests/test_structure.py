@@ -46,6 +46,7 @@ FLOORS: dict[str, int] = {
     "group": 3,
     "coordinator": 3,
     "metrics": 4,
+    "instrumentation": 4,
     "doctor": 4,
     "spark": 4,
     "testing": 4,

@@ -137,6 +137,7 @@ class PartitionFetch:
         "lookup",
         "route",
         "seeked",
+        "served_by",
         "side",
         "state",
         "tp",
@@ -166,6 +167,8 @@ class PartitionFetch:
         self.seeked = False
         #: In an offset lookup (committed, reset or validation).
         self.lookup = False
+        #: The node whose fetch response the records handed out last came from.
+        self.served_by: int | None = None
 
 
 class Buffered:

@@ -200,6 +200,11 @@ class Fetcher:
 
     # -- stats -----------------------------------------------------------------------------
 
+    def served_by(self, tp: TopicPartition) -> int | None:
+        """The node whose fetch response the records of ``tp`` handed out last came from."""
+        part = self._fs.parts.get(tp)
+        return None if part is None else part.served_by
+
     def stats(self) -> FetchStats:
         """A snapshot of where data was read from, per node, rack and partition."""
         return snapshot(self._fs, self._cluster, self.client_rack)

@@ -269,6 +269,7 @@ class RecordsOut:
         taken: list[Any] = []
         position = state.position
         assert position is not None
+        buf.part.served_by = buf.node  # where these records came from (tracing)
         while True:
             pending = buf.pending
             if buf.pending_pos < len(pending):
