@@ -118,6 +118,25 @@ async def test_commit_validates_like_aiokafka(
         await consumer.commit({tp: 4})
 
 
+async def test_commit_before_the_first_join_raises_no_partitions_assigned(
+    embedded_cluster: EmbeddedCluster, make: Make
+) -> None:
+    # aiokafka: subscribe() on a started consumer, then commit() before the member has
+    # joined raises IllegalStateError("No partitions assigned") at once (no waiting for a
+    # join round, no CommitFailedError), with or without offsets.
+    embedded_cluster.create_topic("c2", 2)
+    consumer = make(group_id="g-c2")
+    await asyncio.wait_for(consumer.start(), WAIT)
+    consumer.subscribe(["c2"])
+    tp = TopicPartition("c2", 0)
+    began = time.monotonic()
+    with pytest.raises(IllegalStateError, match="No partitions assigned"):
+        await consumer.commit({tp: 1000})
+    with pytest.raises(IllegalStateError, match="No partitions assigned"):
+        await consumer.commit()
+    assert time.monotonic() - began < 1.0
+
+
 # -- 4: a topic created after start() is seen within seconds ------------------------------------
 
 

@@ -699,6 +699,9 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
                 commit's time ran out.
             FencedInstanceIdError: another consumer with this ``group_instance_id``
                 took this static member's place (the consumer must be closed).
+            IllegalStateError: not subscribed, no partition assigned (also while a
+                subscribed member has not joined its group yet), or a partition given
+                is not assigned.
             ValueError: ``offsets`` is malformed.
         """
         group = self._group("commit()")
@@ -716,7 +719,9 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
         # While the group rebalances, the commit goes on with what the member owns after it.
         rebalancing = group.rebalancing and not group.in_listener()
         if not assigned:
-            if not rebalancing:
+            # A member that has not joined yet (no generation) owns nothing a rebalance
+            # could give back: refused at once, as aiokafka does, instead of waiting.
+            if not rebalancing or group.state.generation_id < 0:
                 raise IllegalStateError("No partitions assigned")
             if offsets is None:
                 await asyncio.sleep(0)  # (nothing to commit: the eager protocol revoked all)
