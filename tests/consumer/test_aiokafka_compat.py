@@ -303,6 +303,37 @@ async def test_an_unclosed_consumer_is_collected_and_warns(
     )
 
 
+@pytest.mark.parametrize("group", [None, "g-drop-sockets"])
+async def test_a_dropped_consumer_closes_its_connections(
+    embedded_cluster: EmbeddedCluster, group: str | None
+) -> None:
+    # aiokafka closes the sockets of a consumer collected without stop() (its connections'
+    # __del__); left open, they stay until the event loop closes and then reach the garbage
+    # collector in unrelated code (ResourceWarning: unclosed socket).
+    from rackafka.net.connection import Connection
+
+    def open_connections() -> list[Connection]:
+        gc.collect()
+        return [c for c in gc.get_objects() if isinstance(c, Connection) and c.connected]
+
+    embedded_cluster.create_topic("d2", 1)
+    before = set(map(id, open_connections()))
+    consumer: AIOKafkaConsumer[Any, Any] | None = AIOKafkaConsumer(
+        "d2", bootstrap_servers=embedded_cluster.bootstrap_servers, group_id=group
+    )
+    assert consumer is not None
+    await asyncio.wait_for(consumer.start(), WAIT)
+    assert [c for c in open_connections() if id(c) not in before]
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        consumer = None
+        gc.collect()
+    deadline = time.monotonic() + 5
+    while [c for c in open_connections() if id(c) not in before]:
+        assert time.monotonic() < deadline, open_connections()
+        await asyncio.sleep(0.05)
+
+
 # -- 11: subscription() after assign(), types -----------------------------------------------------
 
 
