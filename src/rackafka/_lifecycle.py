@@ -3,14 +3,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import warnings
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from typing_extensions import Self
 
-__all__ = ["AsyncRole", "weak_method"]
+__all__ = ["AsyncRole", "on_abandon", "weak_method"]
+
+#: Clean-ups of roles collected without stop(), kept until they end.
+_ABANDONED: set[asyncio.Task[None]] = set()
 
 
 class AsyncRole:
@@ -52,3 +57,26 @@ def weak_method(method: Callable[..., Any]) -> Callable[..., Any]:
         return bound(*args, **kwargs) if bound is not None else None
 
     return call
+
+
+def on_abandon(role: object, cleanup: Callable[[], Awaitable[None]]) -> weakref.finalize[Any, Any]:
+    """Run ``cleanup()`` on the running loop once ``role`` is garbage-collected (a started
+    role dropped without ``stop()``): its connections are closed then, as aiokafka's are,
+    not left open until the loop closes (``ResourceWarning: unclosed socket`` in whatever
+    code collects them). ``cleanup`` must not reference the role. Detach the returned
+    finalizer in ``stop()``."""
+    loop = asyncio.get_running_loop()
+
+    def schedule() -> None:
+        task: asyncio.Task[None] = loop.create_task(cleanup())  # type: ignore[arg-type]
+        _ABANDONED.add(task)
+        task.add_done_callback(_ABANDONED.discard)
+
+    def collected() -> None:
+        if not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(schedule)
+
+    finalizer = weakref.finalize(role, collected)
+    finalizer.atexit = False  # at exit the loop is gone: nothing to clean up
+    return finalizer

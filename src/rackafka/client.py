@@ -232,6 +232,14 @@ class KafkaClient:
                 failures.append(f"{host}:{port} ({exc})")
                 await conn.aclose()
                 continue
+            except BaseException:  # cancelled (a start() given up): no socket left behind
+                conn.close()
+                raise
+            if self._closed:
+                # close() ran while the answer was awaited: the connection is not kept
+                # (it would be left open for the garbage collector: ResourceWarning).
+                await conn.aclose()
+                raise KafkaConnectionError("bootstrap: the client was closed")
             self.cluster.update(response, all_topics=True)
             # Keep the connection only as a metadata channel until a broker one exists.
             self._bootstrap_conn = conn

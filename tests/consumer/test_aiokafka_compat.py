@@ -118,6 +118,25 @@ async def test_commit_validates_like_aiokafka(
         await consumer.commit({tp: 4})
 
 
+async def test_commit_before_the_first_join_raises_no_partitions_assigned(
+    embedded_cluster: EmbeddedCluster, make: Make
+) -> None:
+    # aiokafka: subscribe() on a started consumer, then commit() before the member has
+    # joined raises IllegalStateError("No partitions assigned") at once (no waiting for a
+    # join round, no CommitFailedError), with or without offsets.
+    embedded_cluster.create_topic("c2", 2)
+    consumer = make(group_id="g-c2")
+    await asyncio.wait_for(consumer.start(), WAIT)
+    consumer.subscribe(["c2"])
+    tp = TopicPartition("c2", 0)
+    began = time.monotonic()
+    with pytest.raises(IllegalStateError, match="No partitions assigned"):
+        await consumer.commit({tp: 1000})
+    with pytest.raises(IllegalStateError, match="No partitions assigned"):
+        await consumer.commit()
+    assert time.monotonic() - began < 1.0
+
+
 # -- 4: a topic created after start() is seen within seconds ------------------------------------
 
 
@@ -282,6 +301,37 @@ async def test_an_unclosed_consumer_is_collected_and_warns(
         issubclass(w.category, ResourceWarning) and "Unclosed AIOKafkaConsumer" in str(w.message)
         for w in caught
     )
+
+
+@pytest.mark.parametrize("group", [None, "g-drop-sockets"])
+async def test_a_dropped_consumer_closes_its_connections(
+    embedded_cluster: EmbeddedCluster, group: str | None
+) -> None:
+    # aiokafka closes the sockets of a consumer collected without stop() (its connections'
+    # __del__); left open, they stay until the event loop closes and then reach the garbage
+    # collector in unrelated code (ResourceWarning: unclosed socket).
+    from rackafka.net.connection import Connection
+
+    def open_connections() -> list[Connection]:
+        gc.collect()
+        return [c for c in gc.get_objects() if isinstance(c, Connection) and c.connected]
+
+    embedded_cluster.create_topic("d2", 1)
+    before = set(map(id, open_connections()))
+    consumer: AIOKafkaConsumer[Any, Any] | None = AIOKafkaConsumer(
+        "d2", bootstrap_servers=embedded_cluster.bootstrap_servers, group_id=group
+    )
+    assert consumer is not None
+    await asyncio.wait_for(consumer.start(), WAIT)
+    assert [c for c in open_connections() if id(c) not in before]
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        consumer = None
+        gc.collect()
+    deadline = time.monotonic() + 5
+    while [c for c in open_connections() if id(c) not in before]:
+        assert time.monotonic() < deadline, open_connections()
+        await asyncio.sleep(0.05)
 
 
 # -- 11: subscription() after assign(), types -----------------------------------------------------

@@ -7,18 +7,25 @@
   a topic that never appears makes ``start()`` raise ``UnknownTopicOrPartitionError``
   after ``request_timeout_ms``, as aiokafka's;
 * ``commit()`` of manually assigned partitions right after ``unsubscribe()`` and
-  ``assign()`` commits them (the member has left the group first).
+  ``assign()`` commits them (the member has left the group first);
+* ``commit()`` right after ``subscribe()``, before the member joined, raises
+  ``IllegalStateError("No partitions assigned")`` at once;
+* a consumer collected without ``stop()`` closes its connections then.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
+import time
+import warnings
 from typing import Any
 
 import pytest
 
 from rackafka import AIOKafkaConsumer, TopicPartition
-from rackafka.errors import UnknownTopicOrPartitionError
+from rackafka.errors import IllegalStateError, UnknownTopicOrPartitionError
+from rackafka.net.connection import Connection
 from rackafka.testing import KafkaCluster
 
 from ._flow import PATIENCE, unique
@@ -94,3 +101,47 @@ async def test_commit_of_assigned_partitions_right_after_unsubscribe(
         assert await c.committed(tps[1]) == 3
     finally:
         await c.stop()
+
+
+async def test_commit_before_the_first_join_raises_no_partitions_assigned(
+    kafka: KafkaCluster,
+) -> None:
+    topic = unique("commit-before-join")
+    kafka.create_topic(topic, 2, 3)
+    c = consumer(kafka, group_id=unique("g-commit-before-join"))
+    await c.start()
+    try:
+        c.subscribe([topic])
+        began = time.monotonic()
+        with pytest.raises(IllegalStateError, match="No partitions assigned"):
+            await c.commit({TopicPartition(topic, 0): 1000})
+        assert time.monotonic() - began < 1.0
+    finally:
+        await c.stop()
+
+
+def _open_connections() -> set[Connection]:
+    gc.collect()
+    return {c for c in gc.get_objects() if isinstance(c, Connection) and c.connected}
+
+
+async def test_a_consumer_collected_without_stop_closes_its_connections(
+    kafka: KafkaCluster,
+) -> None:
+    topic = unique("dropped")
+    kafka.create_topic(topic, 2, 3)
+    before = _open_connections()
+    c: AIOKafkaConsumer | None = consumer(kafka, group_id=unique("g-dropped"))
+    assert c is not None
+    c.subscribe([topic])
+    await asyncio.wait_for(c.start(), PATIENCE)
+    assert _open_connections() - before
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        c = None
+        gc.collect()
+    assert any("Unclosed AIOKafkaConsumer" in str(w.message) for w in caught)
+    deadline = time.monotonic() + 10
+    while _open_connections() - before:
+        assert time.monotonic() < deadline, _open_connections() - before
+        await asyncio.sleep(0.1)

@@ -17,6 +17,7 @@ from rackafka._version import __version__
 from rackafka.abc import ConsumerRebalanceListener
 from rackafka.client import KafkaClient
 from rackafka.cluster import ClusterMetadata
+from rackafka.consumer._abandon import abandon_when_collected
 from rackafka.consumer._polling import polling
 from rackafka.consumer.config import CONSUMER, FETCHER_SETTINGS, GROUP_SETTINGS, check_topics
 from rackafka.consumer.fetcher import (
@@ -42,13 +43,7 @@ from rackafka.structs import (
     as_topic_partition,
     offsets_to_commit,
 )
-from rackafka.subscription import (
-    COMMITTED,
-    EARLIEST,
-    LATEST,
-    PartitionState,
-    SubscriptionState,
-)
+from rackafka.subscription import COMMITTED, EARLIEST, LATEST, PartitionState, SubscriptionState
 from rackafka.zones.detect import AUTO_RACK
 
 log = logging.getLogger("rackafka.consumer")
@@ -297,10 +292,12 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
             await self._resolve_auto_rack()
         self._fetcher = Fetcher(self._client, self._subs, **self._fetcher_args)
         self._client.auth_failure_listeners.append(weak_method(self._auth_failed))
-        # Callbacks given to long-lived tasks hold the consumer weakly: a consumer that is
-        # dropped without stop() is collected (and warns), as aiokafka's is.
+        # Long-lived tasks hold the consumer weakly: dropped without stop(), it is collected
+        # (and warns), as aiokafka's is, and its parts are closed (consumer/_abandon.py).
         self._metadata_listener = weak_method(self._on_metadata)
         self._client.cluster.add_listener(self._metadata_listener)
+        self._parts: list[Any] = [self._client, self._fetcher]
+        self._finalizer = abandon_when_collected(self, self._parts)
         self._started = True
         if self._group_id is not None:
             membership = (
@@ -315,6 +312,7 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
                 **self._group_args,
             )
             self._fetcher.committed_lookup = self._coordinator.fetch_committed
+            self._parts.append(self._coordinator)
             if self._subs.topics or self._pattern is not None or self._subs.regex:
                 await self._wait_topics()
                 self._coordinator.start()
@@ -349,6 +347,8 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
         if self._closed:
             return
         self._closed = True
+        if self._started:
+            self._finalizer.detach()
         if self._coordinator is not None:
             # Commits (auto commit) and leaves the group while positions are known.
             await self._coordinator.close()
@@ -679,6 +679,7 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
                 commit's time ran out.
             FencedInstanceIdError: another consumer with this ``group_instance_id``
                 took this static member's place (the consumer must be closed).
+            IllegalStateError: not subscribed, or nothing assigned (before the first join).
             ValueError: ``offsets`` is malformed.
         """
         group = self._group("commit()")
@@ -696,7 +697,8 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
         # While the group rebalances, the commit goes on with what the member owns after it.
         rebalancing = group.rebalancing and not group.in_listener()
         if not assigned:
-            if not rebalancing:
+            # Not joined yet (no generation): refused at once, as aiokafka does.
+            if not rebalancing or group.state.generation_id < 0:
                 raise IllegalStateError("No partitions assigned")
             if offsets is None:
                 await asyncio.sleep(0)  # (nothing to commit: the eager protocol revoked all)
