@@ -20,6 +20,7 @@ import pytest
 
 from rackafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from rackafka.abc import AbstractTokenProvider
+from rackafka.admin import AIOKafkaAdminClient, NewTopic
 from rackafka.errors import AuthenticationFailedError, SaslAuthenticationFailed
 from rackafka.helpers import create_ssl_context
 from rackafka.net.connection import Connection
@@ -184,6 +185,37 @@ async def test_ssl_with_the_test_ca(ssl_kafka: KafkaCluster) -> None:
     finally:
         await producer.stop()
     assert isinstance(info.value.__cause__, ssl.SSLError) or "certificate" in str(info.value)
+
+
+async def test_admin_over_ssl_with_the_test_ca(ssl_kafka: KafkaCluster) -> None:
+    """The admin client over Kafka's SSL listener: creates, describes and deletes a topic;
+    one that does not trust the CA is refused at start() with an AuthenticationFailedError."""
+    assert ssl_kafka.front is not None
+    opts = {
+        k: v
+        for k, v in ssl_kafka.front.client_options().items()
+        if k in ("bootstrap_servers", "security_protocol", "ssl_context")
+    }
+    topic = unique("ssl-admin")
+    async with AIOKafkaAdminClient(**opts) as admin:
+        answer = await admin.create_topics([NewTopic(topic, 2, 1)])
+        assert [(t, code) for t, code, _ in answer.topic_errors] == [(topic, 0)]
+        [described] = await admin.describe_topics([topic])
+        assert described["error_code"] == 0 and len(described["partitions"]) == 2
+        cluster = await admin.describe_cluster()
+        # the brokers' secured listener, the one the client bootstrapped from
+        assert [f"{b['host']}:{b['port']}" for b in cluster["brokers"]] == [
+            opts["bootstrap_servers"]
+        ]
+        await admin.delete_topics([topic])
+        assert topic not in await admin.list_topics()
+    untrusting = dict(opts, ssl_context=create_ssl_context())  # the system CAs only
+    refused = AIOKafkaAdminClient(**untrusting)
+    try:
+        with pytest.raises(AuthenticationFailedError):
+            await refused.start()
+    finally:
+        await refused.close()
 
 
 async def test_reauthentication_in_a_group_across_session_lifetimes(
