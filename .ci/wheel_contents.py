@@ -24,9 +24,9 @@ def wheel_problems(names: list[str], src: Path) -> list[str]:
         if not path.is_file() or "__pycache__" in path.parts:
             continue
         rel = path.relative_to(src).as_posix()
-        if path.suffix in (".py", ".sha256") or path.name == "py.typed":
-            if rel not in have:
-                problems.append(f"missing from the wheel: {rel}")
+        wanted = path.suffix in (".py", ".sha256") or path.name == "py.typed"
+        if wanted and rel not in have:
+            problems.append(f"missing from the wheel: {rel}")
     if not any(re.fullmatch(r"rackafka/testing/kafka-[\d.]+\.sha256", n) for n in names):
         problems.append("no pinned Kafka checksums (rackafka/testing/kafka-*.sha256)")
     if "rackafka/py.typed" not in have:
@@ -43,9 +43,12 @@ def wheel_problems(names: list[str], src: Path) -> list[str]:
         if ".egg-info" in name:
             problems.append(f"build metadata: {name}")
     dist_info = [n for n in names if re.fullmatch(r"rackafka-[^/]+\.dist-info/[^/]+", n)]
-    for needed in ("METADATA", "entry_points.txt", "licenses/LICENSE"):
-        if not any(n.split(".dist-info/", 1)[1] == needed for n in names if ".dist-info/" in n):
-            problems.append(f"no {needed} in the .dist-info ({dist_info})")
+    in_dist_info = {n.split(".dist-info/", 1)[1] for n in names if ".dist-info/" in n}
+    problems += [
+        f"no {needed} in the .dist-info ({dist_info})"
+        for needed in ("METADATA", "entry_points.txt", "licenses/LICENSE")
+        if needed not in in_dist_info
+    ]
     return problems
 
 
