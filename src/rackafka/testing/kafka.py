@@ -1,8 +1,8 @@
 """Real Apache Kafka brokers for tests: a KRaft cluster of JVMs on 127.0.0.1.
 
-:class:`KafkaCluster` runs N combined broker+controller nodes of Apache Kafka 4.x (jars from
-Maven Central, see :mod:`rackafka.testing.kafka_dist`), each in its own rack, with Kafka's
-``RackAwareReplicaSelector``, both group protocols (classic and KIP-848's consumer protocol)
+:class:`KafkaCluster` runs N combined broker+controller nodes of Apache Kafka 3.7 or newer
+(jars from Maven Central, see :mod:`rackafka.testing.kafka_dist`), each in its own rack, with
+Kafka's ``RackAwareReplicaSelector``, both group protocols (classic and KIP-848's consumer protocol)
 and transactions usable. It offers the part of :class:`~rackafka.testing.EmbeddedCluster`'s
 API that a real cluster allows: topics with chosen leaders, data, layout, and brokers
 really stopped and restarted. See ``docs/testing.rst``.
@@ -46,6 +46,7 @@ from .compose import _FAULT_INJECTION_METHODS, _WithoutFaultInjection
 from .kafka_dist import find_java, kafka_libs
 from .kafka_dist import kafka_version as _resolve_version
 from .kafka_security import KafkaSecurity, unsecured_oauth_token
+from .kafka_versions import KafkaFeatures, kafka_features, version_properties
 
 __all__ = [
     "DEFAULT_RACKS",
@@ -194,8 +195,10 @@ class KafkaCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _StatefulLifecy
     Arguments:
         brokers: number of nodes (>= 1).
         racks: rack names assigned round-robin; None or ``()`` for no ``broker.rack``.
-        kafka_version: the Apache Kafka release (default: ``RACKAFKA_KAFKA_VERSION`` or
-            :data:`~rackafka.testing.kafka_dist.DEFAULT_KAFKA_VERSION`).
+        kafka_version: the Apache Kafka release, 3.7 or newer (default:
+            ``RACKAFKA_KAFKA_VERSION`` or
+            :data:`~rackafka.testing.kafka_dist.DEFAULT_KAFKA_VERSION`); :attr:`features`
+            says what it offers (KIP-848 is early access before 4.0).
         cache_dir: where the jars are cached (default: ``RACKAFKA_KAFKA_CACHE`` or
             ``~/.cache/rackafka/kafka``).
         work_dir: where the brokers keep their data and logs (default: a new temporary
@@ -416,6 +419,8 @@ class KafkaCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _StatefulLifecy
             "listener.security.protocol.map": ",".join(protocol_map),
             "log.dirs": str(nd.dir / "data"),
             "replica.selector.class": "org.apache.kafka.common.replica.RackAwareReplicaSelector",
+            # Both protocols on every version (4.x has them by default and streams too; 3.x
+            # has KIP-848 only thus, as early access / preview).
             "group.coordinator.rebalance.protocols": "classic,consumer",
             "group.initial.rebalance.delay.ms": str(self._rebalance_delay_ms),
             # Short enough for tests; Kafka's minimums lowered to allow them.
@@ -453,6 +458,7 @@ class KafkaCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _StatefulLifecy
             "share.coordinator.state.topic.replication.factor": replication,
             "share.coordinator.state.topic.min.isr": str(min(2, n)),
         }
+        props.update(version_properties(self._kafka_version))
         if nd.rack is not None:
             props["broker.rack"] = nd.rack
         if sec is not None:
@@ -672,6 +678,11 @@ class KafkaCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _StatefulLifecy
     def kafka_version(self) -> str:
         """The Apache Kafka release the brokers run."""
         return self._kafka_version
+
+    @property
+    def features(self) -> KafkaFeatures:
+        """What this cluster's Kafka release offers (see :func:`.kafka_features`)."""
+        return kafka_features(self._kafka_version)
 
     @property
     def cluster_id(self) -> str:

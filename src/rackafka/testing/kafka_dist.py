@@ -27,6 +27,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+from .kafka_versions import MIN_KAFKA_VERSION
+
 __all__ = [
     "DEFAULT_KAFKA_VERSION",
     "ENV_KAFKA_CACHE",
@@ -49,6 +51,8 @@ ENV_MAVEN = "RACKAFKA_MAVEN"
 _MIN_JAVA = 17
 _DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 _MANIFEST = "SHA256SUMS"
+#: The log4j 2 that the brokers of Kafka 3.x log with (they ship no log4j 2 of their own).
+_LOG4J2_VERSION = "2.24.3"
 _VERSION_RE = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+([.-][A-Za-z0-9.-]+)?$")
 _verified: set[Path] = set()
 _lock = threading.Lock()
@@ -67,9 +71,12 @@ def kafka_version(version: str | None = None) -> str:
     chosen = version or os.environ.get(ENV_KAFKA_VERSION, "").strip() or DEFAULT_KAFKA_VERSION
     if not _VERSION_RE.match(chosen):
         raise ValueError(f"not a Kafka version: {chosen!r} (expected e.g. {DEFAULT_KAFKA_VERSION})")
-    major = int(chosen.split(".")[0])
-    if major < 4:
-        raise ValueError(f"Kafka {chosen}: the test engine needs Kafka 4.x or newer (KRaft only)")
+    major, minor = (int(x) for x in chosen.split(".")[:2])
+    if (major, minor) < MIN_KAFKA_VERSION:
+        oldest = ".".join(map(str, MIN_KAFKA_VERSION))
+        raise ValueError(
+            f"Kafka {chosen}: the test engine needs Kafka {oldest} or newer (KRaft only)"
+        )
     return chosen
 
 
@@ -235,10 +242,12 @@ def _download(version: str, root: Path, pinned: dict[str, str] | None) -> None:
     try:
         out = work / "libs"
         _copy_dependencies([("org.apache.kafka", "kafka_2.13", version)], out, work)
-        # The broker logs through SLF4J 1.7; bind it to the log4j 2 it ships with.
+        # The broker logs through SLF4J; bind it to the log4j 2 it ships with (4.x), or to
+        # a pinned log4j 2 where it ships none (3.x's reload4j binding is optional), so that
+        # every version reads the same log4j2.properties.
         cores = [p.name for p in out.glob("log4j-core-*.jar")]
-        if cores and not list(out.glob("log4j-slf4j*-impl-*.jar")):
-            log4j = cores[0][len("log4j-core-") : -len(".jar")]
+        if not list(out.glob("log4j-slf4j*-impl-*.jar")):
+            log4j = cores[0][len("log4j-core-") : -len(".jar")] if cores else _LOG4J2_VERSION
             slf4j = [p.name for p in out.glob("slf4j-api-*.jar")]
             binding = (
                 "log4j-slf4j2-impl"
@@ -249,6 +258,7 @@ def _download(version: str, root: Path, pinned: dict[str, str] | None) -> None:
                 [
                     ("org.apache.kafka", "kafka_2.13", version),
                     ("org.apache.logging.log4j", binding, log4j),
+                    ("org.apache.logging.log4j", "log4j-core", log4j),
                 ],
                 out,
                 work,
