@@ -245,7 +245,9 @@ class ConsumerGroupProtocol:
                 if regex:
                     raise UnsupportedVersionError(
                         f"group {session.group_id}: a SubscriptionPattern needs "
-                        "ConsumerGroupHeartbeat v1 (Apache Kafka 4.0 and later)"
+                        f"ConsumerGroupHeartbeat v1 (Apache Kafka 4.0 and later); broker "
+                        f"{session.coordinator_id}, the group's coordinator, speaks only v0 "
+                        "(KIP-848's early access, Kafka 3.7 to 3.9)"
                     )
                 regex = None
         return CONSUMER_GROUP_HEARTBEAT.Request(
@@ -275,10 +277,16 @@ class ConsumerGroupProtocol:
                     node, CONSUMER_GROUP_HEARTBEAT, channel=GROUP_CHANNEL
                 )
             except UnsupportedVersionError:
+                # As Java's UnsupportedVersionException at the first poll: name the feature,
+                # the API and the broker (the group's coordinator).
+                broker = session.client.cluster.broker(node)
+                where = f" ({broker.host}:{broker.port})" if broker is not None else ""
                 raise UnsupportedVersionError(
-                    f"group {session.group_id}: group_protocol='consumer' needs brokers that "
-                    "speak ConsumerGroupHeartbeat (KIP-848, Apache Kafka 4.0 and later); "
-                    "use group_protocol='classic' with this cluster"
+                    f"group {session.group_id}: group_protocol='consumer' (KIP-848) needs the "
+                    f"ConsumerGroupHeartbeat API, which broker {node}{where}, the group's "
+                    "coordinator, does not offer: Apache Kafka has it from 4.0 (3.7 to 3.9 "
+                    "only as early access, when the brokers enable it); use "
+                    "group_protocol='classic' with this cluster"
                 ) from None
         request = self._request(self._version)
         try:
