@@ -198,7 +198,8 @@ class KafkaCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _StatefulLifecy
         kafka_version: the Apache Kafka release, 3.7 or newer (default:
             ``RACKAFKA_KAFKA_VERSION`` or
             :data:`~rackafka.testing.kafka_dist.DEFAULT_KAFKA_VERSION`); :attr:`features`
-            says what it offers (KIP-848 is early access before 4.0).
+            says what it offers (KIP-848 is early access before 4.0, off unless
+            ``broker_config`` turns it on).
         cache_dir: where the jars are cached (default: ``RACKAFKA_KAFKA_CACHE`` or
             ``~/.cache/rackafka/kafka``).
         work_dir: where the brokers keep their data and logs (default: a new temporary
@@ -419,8 +420,7 @@ class KafkaCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _StatefulLifecy
             "listener.security.protocol.map": ",".join(protocol_map),
             "log.dirs": str(nd.dir / "data"),
             "replica.selector.class": "org.apache.kafka.common.replica.RackAwareReplicaSelector",
-            # Both protocols on every version (4.x has them by default and streams too; 3.x
-            # has KIP-848 only thus, as early access / preview).
+            # Both protocols (4.x would add streams by default); 3.x: see version_properties.
             "group.coordinator.rebalance.protocols": "classic,consumer",
             "group.initial.rebalance.delay.ms": str(self._rebalance_delay_ms),
             # Short enough for tests; Kafka's minimums lowered to allow them.
@@ -682,7 +682,7 @@ class KafkaCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _StatefulLifecy
     @property
     def features(self) -> KafkaFeatures:
         """What this cluster's Kafka release offers (see :func:`.kafka_features`)."""
-        return kafka_features(self._kafka_version)
+        return kafka_features(self._kafka_version, self._broker_config)
 
     @property
     def cluster_id(self) -> str:

@@ -4,10 +4,14 @@ needs.
 :class:`~rackafka.testing.KafkaCluster` runs every release from :data:`MIN_KAFKA_VERSION`
 (3.7, KRaft) on. Most of the broker configuration is the same for all of them; what differs:
 
-* KIP-848's consumer group protocol is generally available from 4.0. 3.7 to 3.9 have it as
-  early access / preview, turned on (with the new group coordinator) by the engine's
-  ``group.coordinator.rebalance.protocols=classic,consumer``, set on every version
-  (ConsumerGroupHeartbeat v0; a regex subscription needs v1, Kafka 4.0).
+* KIP-848's consumer group protocol is generally available from 4.0, where the engine turns
+  it on (``group.coordinator.rebalance.protocols=classic,consumer``). 3.7 to 3.9 have it only
+  as early access / preview, off by default, as on the managed clusters that run them: there
+  the engine runs the classic protocol only, and :meth:`KafkaFeatures.missing` says why a
+  KIP-848 test skips. ``broker_config={"group.coordinator.rebalance.protocols":
+  "classic,consumer"}`` turns the early access on (ConsumerGroupHeartbeat v0, no regex
+  subscription); beware that on 3.7.2 its new group coordinator then refuses transactional
+  offset commits (INVALID_TXN_STATE, with KIP-890's verification on; 3.9.1 does not).
 * Transactions V2 (KIP-890 part 2: EndTxn v5, ``transaction.version=2``) is 4.0 and later.
 * Kafka 4.0 moved the broker's logging to log4j 2; for 3.x the engine adds a log4j 2 SLF4J
   binding to the jars (see :mod:`~rackafka.testing.kafka_dist`), so one ``log4j2.properties``
@@ -48,11 +52,7 @@ FEATURES: Mapping[str, tuple[tuple[int, int], str]] = {
     "rack_aware_assignment": ((3, 5), "rack-aware partition assignment (KIP-881)"),
     "consumer_group_protocol": (
         (3, 7),
-        "KIP-848's consumer group protocol (ConsumerGroupHeartbeat; early access before 4.0)",
-    ),
-    "consumer_group_protocol_ga": (
-        (4, 0),
-        "KIP-848's consumer group protocol, generally available (ConsumerGroupHeartbeat v1)",
+        "KIP-848's consumer group protocol (ConsumerGroupHeartbeat)",
     ),
     "subscription_pattern": (
         (4, 0),
@@ -112,35 +112,58 @@ class KafkaFeatures:
         if self.supports(feature):
             return None
         first, what = FEATURES[feature]
+        if parse_version(self.version)[:2] >= first:  # early access, not turned on
+            ga = _EARLY_ACCESS[feature]
+            return (
+                f"Kafka {self.version} has {what} only as early access, off in the test "
+                f"engine as in production (generally available from {ga[0]}.{ga[1]})"
+            )
         return f"Kafka {self.version} lacks {what}: it needs Kafka {first[0]}.{first[1]}"
 
     def describe(self) -> dict[str, str]:
-        """Feature name -> ``"yes"``, ``"early access"`` or ``"no (needs X.Y)"``."""
+        """Feature name -> ``"yes"``, ``"early access"`` (turned on), ``"early access,
+        off"`` or ``"no (needs X.Y)"``."""
+        mm = parse_version(self.version)[:2]
         out: dict[str, str] = {}
         for name, (first, _) in FEATURES.items():
             if name in self.early_access:
                 out[name] = "early access"
             elif name in self.available:
                 out[name] = "yes"
+            elif mm >= first:
+                out[name] = "early access, off"
             else:
                 out[name] = f"no (needs {first[0]}.{first[1]})"
         return out
 
 
-def kafka_features(version: str) -> KafkaFeatures:
-    """The features of Kafka ``version`` as the test engine runs it.
+def kafka_features(
+    version: str, broker_config: Mapping[str, object] | None = None
+) -> KafkaFeatures:
+    """The features of Kafka ``version`` as the test engine runs it (with ``broker_config``,
+    the cluster's extra broker settings, which may turn KIP-848's early access on).
 
     Raises:
         ValueError: not a version.
     """
     mm = parse_version(version)[:2]
-    available = frozenset(name for name, (first, _) in FEATURES.items() if mm >= first)
+    available = {name for name, (first, _) in FEATURES.items() if mm >= first}
+    if mm < _EARLY_ACCESS["consumer_group_protocol"]:
+        protocols = str((broker_config or {}).get(_PROTOCOLS, ""))
+        if "consumer" not in protocols.replace(" ", "").lower().split(","):
+            available.discard("consumer_group_protocol")
     early = frozenset(n for n, ga in _EARLY_ACCESS.items() if n in available and mm < ga)
-    return KafkaFeatures(version, available, early)
+    return KafkaFeatures(version, frozenset(available), early)
+
+
+_PROTOCOLS = "group.coordinator.rebalance.protocols"
 
 
 def version_properties(version: str) -> dict[str, str]:
     """The broker settings that Kafka ``version`` needs beyond the engine's common ones."""
-    parse_version(version)
-    # None so far: the common settings suit 3.7 to 4.4 (unknown names are only logged).
-    return {}
+    mm = parse_version(version)[:2]
+    props: dict[str, str] = {}
+    if mm < _EARLY_ACCESS["consumer_group_protocol"]:
+        # KIP-848 is early access there: off, as the managed 3.x clusters run it.
+        props[_PROTOCOLS] = "classic"
+    return props
