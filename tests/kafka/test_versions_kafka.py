@@ -27,10 +27,10 @@ def test_features_agree_with_the_brokers_api_versions(kafka: KafkaCluster) -> No
         assert versions[FETCH][1] >= 11  # KIP-392 on every release the engine runs
         assert features.supports("rack_aware_fetch")
         heartbeat = versions.get(CONSUMER_GROUP_HEARTBEAT)
-        assert (heartbeat is not None) == features.supports("consumer_group_protocol"), (
-            kafka.kafka_version,
-            heartbeat,
-        )
+        # 3.7 to 3.9 advertise v0 even with KIP-848's early access off (they refuse it
+        # then, UNSUPPORTED_VERSION): advertised is necessary, not sufficient.
+        if features.supports("consumer_group_protocol"):
+            assert heartbeat is not None, kafka.kafka_version
         if heartbeat is not None:
             assert (heartbeat[1] >= 1) == features.supports("subscription_pattern")
         assert (versions[END_TXN][1] >= 5) == features.supports("transactions_v2")
