@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rackafka.testing import KafkaCluster
-from rackafka.testing.kafka_dist import DEFAULT_KAFKA_VERSION, kafka_version
+from rackafka.testing.kafka_dist import DEFAULT_KAFKA_VERSION, PINNED_KAFKA_VERSIONS, kafka_version
 from rackafka.testing.kafka_versions import (
     FEATURES,
     kafka_features,
@@ -107,3 +107,16 @@ def test_server_properties_per_release(tmp_path, version: str, protocols: str) -
     assert props["controller.quorum.voters"] == "1@127.0.0.1:19093"
     assert props["broker.rack"] == "az-a"
     assert props["replica.selector.class"].endswith("RackAwareReplicaSelector")
+
+
+@pytest.mark.parametrize("version", PINNED_KAFKA_VERSIONS)
+def test_every_tested_release_has_a_pinned_list(version: str) -> None:
+    from rackafka.testing.kafka_dist import _pinned
+
+    sums = _pinned(version)
+    assert sums is not None, version
+    assert f"kafka_2.13-{version}.jar" in sums and f"kafka-clients-{version}.jar" in sums
+    # Every release logs with log4j 2 through SLF4J 1.7 (3.x gets both added).
+    assert any(n.startswith("log4j-core-") for n in sums)
+    assert any(n.startswith("log4j-slf4j-impl-") for n in sums)
+    assert all(len(d) == 64 and int(d, 16) >= 0 for d in sums.values())

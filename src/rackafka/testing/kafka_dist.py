@@ -8,8 +8,11 @@ jar against the SHA-256 list pinned in this package (``kafka-VERSION.sha256``). 
 only check the cache, without the network.
 
 The version is :data:`DEFAULT_KAFKA_VERSION` unless ``RACKAFKA_KAFKA_VERSION`` (or an
-argument) names another; a version without a pinned list is accepted on Maven's own
-checksums (its ``.sha1`` files), and the list made then is checked on every later use. The
+argument) names another, 3.7 or newer (KRaft; see :mod:`~rackafka.testing.kafka_versions`).
+:data:`PINNED_KAFKA_VERSIONS` have a pinned list; another version is accepted on Maven's own
+checksums (its ``.sha1`` files), and the list made then is checked on every later use.
+Kafka 3.x ships no log4j 2: its jars get log4j 2's core and SLF4J binding (a pinned
+version), so that every version logs with the same configuration. The
 cache is ``RACKAFKA_KAFKA_CACHE``, else ``$XDG_CACHE_HOME/rackafka/kafka``, else
 ``~/.cache/rackafka/kafka``; each version lives in ``<cache>/<version>/libs``.
 
@@ -35,6 +38,7 @@ __all__ = [
     "ENV_KAFKA_VERSION",
     "JavaNotFoundError",
     "KafkaJarsError",
+    "PINNED_KAFKA_VERSIONS",
     "find_java",
     "kafka_cache_dir",
     "kafka_libs",
@@ -43,6 +47,8 @@ __all__ = [
 
 #: The Apache Kafka release the tests run, unless ``RACKAFKA_KAFKA_VERSION`` names another.
 DEFAULT_KAFKA_VERSION = "4.1.1"
+#: The releases the project tests, each with a pinned SHA-256 list (``kafka-VERSION.sha256``).
+PINNED_KAFKA_VERSIONS: tuple[str, ...] = ("3.7.2", "3.9.1", "4.1.1", "4.4.0")
 ENV_KAFKA_VERSION = "RACKAFKA_KAFKA_VERSION"
 ENV_KAFKA_CACHE = "RACKAFKA_KAFKA_CACHE"
 #: Maven's executable (default ``mvn`` on the PATH).
