@@ -13,9 +13,9 @@ needs.
   subscription); beware that on 3.7.2 its new group coordinator then refuses transactional
   offset commits (INVALID_TXN_STATE, with KIP-890's verification on; 3.9.1 does not).
 * Transactions V2 (KIP-890 part 2: EndTxn v5, ``transaction.version=2``) is 4.0 and later.
-* Kafka 4.0 moved the broker's logging to log4j 2; for 3.x the engine adds a log4j 2 SLF4J
-  binding to the jars (see :mod:`~rackafka.testing.kafka_dist`), so one ``log4j2.properties``
-  serves every version.
+* Kafka 4.0 moved the broker's logging to log4j 2; 3.x ships none, and the engine adds log4j
+  2's core and SLF4J binding to its jars (see :mod:`~rackafka.testing.kafka_dist`), so one
+  ``log4j2.properties`` serves every version.
 
 The controller quorum is configured the same way on every version (static
 ``controller.quorum.voters``, which 4.x still accepts): KIP-853's dynamic quorum
