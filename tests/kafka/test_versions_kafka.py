@@ -6,12 +6,14 @@ lacks gets the clear error (``make test-kafka KAFKA_VERSION=3.7.2`` runs these o
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
 from rackafka import AIOKafkaConsumer
 from rackafka.errors import UnsupportedVersionError
 from rackafka.testing import KafkaCluster
+from rackafka.testing._kafka_metadata import await_leaders_seen, leaders_seen_by
 
 from ._flow import unique
 
@@ -59,3 +61,16 @@ async def test_consumer_protocol_on_a_release_without_it_is_one_clear_error(
         assert any(f"broker {b} (127.0.0.1:" in text for b in kafka.brokers), text
     finally:
         await consumer.stop()
+
+
+def test_each_broker_tells_its_own_view_of_the_leaders(kafka: KafkaCluster) -> None:
+    """The engine's per-broker Metadata (v12, every release from 3.7) that broker_up()
+    waits on: once all see the leaders, each answers them."""
+    topic = unique("seen")
+    kafka.create_topic(topic, 3, 3)
+    leaders = {p.partition: p.leader for p in kafka.partitions(topic)}
+    brokers = [(b.host, b.port) for b in kafka.brokers.values()]
+    assert await_leaders_seen(brokers, {topic: leaders}, time.monotonic() + 30)
+    for host, port in brokers:
+        assert leaders_seen_by(host, port, topic) == leaders
+        assert leaders_seen_by(host, port, unique("absent")) == {}

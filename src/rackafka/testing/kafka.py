@@ -40,6 +40,7 @@ from ._base import (
     check_layout,
 )
 from ._clients import ClientPool
+from ._kafka_metadata import await_leaders_seen
 from ._kafka_nodes import _Node, _port_free, _Processes, signal_node, stop_processes
 from ._security import SASL_MECHANISMS, SECURITY_PROTOCOLS
 from .compose import _FAULT_INJECTION_METHODS, _WithoutFaultInjection
@@ -938,7 +939,17 @@ class KafkaCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _StatefulLifecy
                 if info.replicas and info.replicas[0] == broker_id and info.leader != broker_id
             ]
             if not wanted:
-                return
+                # Every live broker must see it too, not only the one that answered.
+                mine = {
+                    t: {i.partition: broker_id for i in self._read_partitions(t)
+                        if tuple(i.replicas[:1]) == (broker_id,)}
+                    for t in self._topics
+                }  # fmt: skip
+                gone = self._down | self.frozen_brokers
+                live = [(b.host, b.port) for n, b in self._brokers.items() if n not in gone]
+                if await_leaders_seen(live, mine, deadline):
+                    return
+                raise KafkaClusterError(f"not every broker sees broker {broker_id} lead again")
             try:
                 self._clients().admin().elect_leaders(ck.ElectionType.PREFERRED, wanted).result()
             except Exception as exc:  # ELECTION_NOT_NEEDED etc.: check again
