@@ -162,7 +162,16 @@ _ADMIN_RETRY = BackoffPolicy(200, 2000)
 
 #: Admin errors of a topic creation that another try settles.
 _TRANSIENT_ADMIN_ERRORS = frozenset(
-    {"_UNSUPPORTED_FEATURE", "_TRANSPORT", "_TIMED_OUT", "NOT_CONTROLLER", "REQUEST_TIMED_OUT"}
+    {
+        "_UNSUPPORTED_FEATURE",
+        "_TRANSPORT",
+        "_TIMED_OUT",
+        "NOT_CONTROLLER",
+        "REQUEST_TIMED_OUT",
+        # librdkafka retires its bootstrap broker handles once metadata names the brokers,
+        # failing a request in flight on one (seen on a loaded machine).
+        "_DESTROY_BROKER",
+    }
 )
 
 
@@ -760,7 +769,11 @@ class KafkaCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _StatefulLifecy
                 time.sleep(backoff.next())
         self._topics.add(name)
         parts = self._await_leaders(name, assignment, deadline, 0.1)
-        if parts is None:
+        # Every live broker knows the topic and its leaders, not only the one that answered.
+        gone = self._down | self.frozen_brokers
+        live = [(b.host, b.port) for n, b in self._brokers.items() if n not in gone]
+        leaders = {name: {p.partition: p.leader for p in parts or ()}}
+        if parts is None or not await_leaders_seen(live, leaders, deadline):
             raise KafkaClusterError(f"topic {name!r} did not get its leaders in {timeout} s")
         return parts
 
