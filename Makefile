@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test venv kafka-jars lint typecheck docs unit faults demo bench-records bench-consume bench-produce bench-spark wheel-check clean
+.PHONY: test venv kafka-jars test-kafka lint typecheck docs unit faults demo bench-records bench-consume bench-produce bench-spark wheel-check clean
 
 venv: $(STAMP)
 
@@ -42,6 +42,20 @@ unit: venv
 	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 test: lint typecheck docs kafka-jars unit
+
+# The real-Kafka essentials on one Apache Kafka release (3.7 or newer; default: the pinned
+# one): closest-replica reads, a broker down, classic and KIP-848 groups, transactions,
+# SASL_SSL.  `make test-kafka KAFKA_VERSION=3.7.2`; a feature the release lacks skips
+# with the reason (see docs/compatibility.rst).
+KAFKA_VERSION ?=
+KAFKA_ESSENTIALS ?= tests/kafka/test_engine.py tests/kafka/test_consumer_kafka.py \
+	tests/kafka/test_rack_selector.py tests/kafka/test_broker_restart.py \
+	tests/kafka/test_groups_kafka.py tests/kafka/test_transactions_kafka.py \
+	tests/kafka/test_security_kafka.py
+test-kafka: venv
+	$(if $(KAFKA_VERSION),RACKAFKA_KAFKA_VERSION=$(KAFKA_VERSION)) $(MAKE) kafka-jars
+	$(if $(KAFKA_VERSION),RACKAFKA_KAFKA_VERSION=$(KAFKA_VERSION)) RACKAFKA_REQUIRE_KAFKA=1 \
+		$(BIN)/pytest -q -n 0 -p no:cacheprovider $(KAFKA_ESSENTIALS) $(PYTEST_ARGS)
 
 # Fault injection on real Kafka, the long version of tests/kafka/test_group_faults.py: each
 # scenario (classic cooperative-sticky, classic eager, KIP-848, transactional pipeline) runs

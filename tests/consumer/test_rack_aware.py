@@ -701,6 +701,7 @@ async def test_fetch_below_v11_reads_leaders_with_one_warning(
         assert len(warnings) == 3, [r.getMessage() for r in warnings]
         assert sorted(r.getMessage().split()[1] for r in warnings) == ["1", "2", "3"]
         assert all("v10" in r.getMessage() and "v11" in r.getMessage() for r in warnings)
+        assert all("KIP-392" in r.getMessage() and "2.4" in r.getMessage() for r in warnings)
     finally:
         await consumer.stop()
 

@@ -31,7 +31,13 @@ from typing import Any
 import pytest
 
 from rackafka.testing import KafkaCluster
-from rackafka.testing.kafka_dist import JavaNotFoundError, KafkaJarsError, find_java, kafka_libs
+from rackafka.testing.kafka_dist import (
+    DEFAULT_KAFKA_VERSION,
+    JavaNotFoundError,
+    KafkaJarsError,
+    find_java,
+    kafka_libs,
+)
 
 ENV_REQUIRE = "RACKAFKA_REQUIRE_KAFKA"
 USERS = {"alice": "alice-secret", "bob": "bob-secret"}
@@ -64,6 +70,18 @@ def check_prerequisites() -> None:
         kafka_libs()
     except (JavaNotFoundError, KafkaJarsError, ValueError) as exc:
         unavailable(str(exc))
+
+
+def require_feature(cluster: KafkaCluster, feature: str) -> None:
+    """Skip, naming the reason, when the cluster's Kafka release lacks ``feature`` (see
+    :func:`rackafka.testing.kafka_versions.kafka_features`); on the default release every
+    feature must be there, so a missing one fails rather than skips silently."""
+    reason = cluster.features.missing(feature)
+    if reason is None:
+        return
+    if cluster.kafka_version == DEFAULT_KAFKA_VERSION:
+        pytest.fail(f"the default Kafka release must have {feature}: {reason}", pytrace=False)
+    pytest.skip(reason)
 
 
 def pytest_configure(config: pytest.Config) -> None:

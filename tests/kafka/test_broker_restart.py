@@ -69,6 +69,10 @@ async def test_follower_in_own_rack_stopped_and_restarted_mid_read(
                 ROUND,
                 value=lambda i: default_value(n * ROUND + i, VALUE_SIZE),
                 partition="spread",
+                # Exactly once in the log: a batch appended by a leader that is losing its
+                # leadership is answered NOT_LEADER and retried; only an idempotent producer
+                # has the broker drop the second copy (seen on Kafka 3.7.2).
+                idempotent=True,
             )
 
         await produce_round(0)

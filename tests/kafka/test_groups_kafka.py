@@ -25,6 +25,7 @@ from rackafka.errors import FencedInstanceIdError, UnreleasedInstanceIdError
 from rackafka.testing import KafkaCluster
 
 from ._flow import PATIENCE, Reader, Writer, assert_exactly_once, unique, wait_for
+from .conftest import require_feature
 
 
 class Moves(ConsumerRebalanceListener):
@@ -129,6 +130,7 @@ async def test_three_rack_group_reads_nothing_across_racks(kafka: KafkaCluster) 
 async def test_kip848_group_join_leave_rebalance_commit(kafka: KafkaCluster) -> None:
     """Members join and leave while records flow; the coordinator rebalances; every record
     is read once across the group; a new member sees the group's commits."""
+    require_feature(kafka, "consumer_group_protocol")
     partitions = 6
     topic = unique("kip848")
     group = unique("g-kip848")
@@ -330,6 +332,7 @@ async def test_kip848_static_member_restarts_and_a_duplicate_is_refused(
     its place (and partitions) wait for it, and it comes back to them without the other
     member's assignment moving. A second live member with the same instance id is not
     let in (UNRELEASED_INSTANCE_ID): here the newcomer fails, the running one keeps going."""
+    require_feature(kafka, "consumer_group_protocol")
     partitions = 4
     topic = unique("static848")
     group = unique("g-static848")

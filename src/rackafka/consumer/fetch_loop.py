@@ -396,8 +396,9 @@ class FetchLoop:
             # Only worth a warning for a consumer that asked for rack-aware reads.
             log.log(
                 logging.WARNING if self.client_rack else logging.DEBUG,
-                "broker %d speaks Fetch up to v%d (< v11): it cannot name a closer replica, "
-                "so partitions it leads are read from it whatever client_rack says",
+                "broker %d speaks Fetch up to v%d (< v11, Apache Kafka before 2.4): it "
+                "cannot send consumers to the closest replica (KIP-392), so partitions it "
+                "leads are read from it whatever client_rack says",
                 node,
                 version,
             )

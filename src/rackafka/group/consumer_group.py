@@ -245,7 +245,9 @@ class ConsumerGroupProtocol:
                 if regex:
                     raise UnsupportedVersionError(
                         f"group {session.group_id}: a SubscriptionPattern needs "
-                        "ConsumerGroupHeartbeat v1 (Apache Kafka 4.0 and later)"
+                        f"ConsumerGroupHeartbeat v1 (Apache Kafka 4.0 and later); broker "
+                        f"{session.coordinator_id}, the group's coordinator, speaks only v0 "
+                        "(KIP-848's early access, Kafka 3.7 to 3.9)"
                     )
                 regex = None
         return CONSUMER_GROUP_HEARTBEAT.Request(
@@ -263,6 +265,19 @@ class ConsumerGroupProtocol:
             ),
         )
 
+    def _no_protocol(self, node: int, what: str) -> UnsupportedVersionError:
+        """As Java's UnsupportedVersionException at the first poll: the error naming the
+        feature, the API and the broker (the group's coordinator)."""
+        session = self._session
+        broker = session.client.cluster.broker(node)
+        where = f" ({broker.host}:{broker.port})" if broker is not None else ""
+        return UnsupportedVersionError(
+            f"group {session.group_id}: group_protocol='consumer' (KIP-848) needs the "
+            f"ConsumerGroupHeartbeat API, which broker {node}{where}, the group's coordinator, "
+            f"{what}: Apache Kafka has it from 4.0 (3.7 to 3.9 only as early access, when "
+            "the brokers enable it); use group_protocol='classic' with this cluster"
+        )
+
     async def _exchange(self) -> None:
         """One heartbeat and what its answer asks for."""
         session = self._session
@@ -275,11 +290,7 @@ class ConsumerGroupProtocol:
                     node, CONSUMER_GROUP_HEARTBEAT, channel=GROUP_CHANNEL
                 )
             except UnsupportedVersionError:
-                raise UnsupportedVersionError(
-                    f"group {session.group_id}: group_protocol='consumer' needs brokers that "
-                    "speak ConsumerGroupHeartbeat (KIP-848, Apache Kafka 4.0 and later); "
-                    "use group_protocol='classic' with this cluster"
-                ) from None
+                raise self._no_protocol(node, "does not offer") from None
         request = self._request(self._version)
         try:
             resp = await session.send(CONSUMER_GROUP_HEARTBEAT, request)
@@ -308,6 +319,10 @@ class ConsumerGroupProtocol:
                 raise Rejoin()
             if err.coordinator_moved:
                 raise CoordinatorGone()
+            if code == UnsupportedVersionError.errno:
+                # Kafka 3.7 to 3.9 advertise the API but refuse it while KIP-848's early
+                # access is off (group.coordinator.rebalance.protocols without "consumer").
+                raise self._no_protocol(node, "advertises but refuses (UNSUPPORTED_VERSION)")
             # Retriable errors are retried after a pause by the loop; the rest (an
             # unsupported assignor, an instance id still in use, authorization...) are
             # fatal and surface from the application's next poll.

@@ -1,8 +1,8 @@
 """Real Apache Kafka brokers for tests: a KRaft cluster of JVMs on 127.0.0.1.
 
-:class:`KafkaCluster` runs N combined broker+controller nodes of Apache Kafka 4.x (jars from
-Maven Central, see :mod:`rackafka.testing.kafka_dist`), each in its own rack, with Kafka's
-``RackAwareReplicaSelector``, both group protocols (classic and KIP-848's consumer protocol)
+:class:`KafkaCluster` runs N combined broker+controller nodes of Apache Kafka 3.7 or newer
+(jars from Maven Central, see :mod:`rackafka.testing.kafka_dist`), each in its own rack, with
+Kafka's ``RackAwareReplicaSelector``, both group protocols (classic and KIP-848's consumer protocol)
 and transactions usable. It offers the part of :class:`~rackafka.testing.EmbeddedCluster`'s
 API that a real cluster allows: topics with chosen leaders, data, layout, and brokers
 really stopped and restarted. See ``docs/testing.rst``.
@@ -40,12 +40,14 @@ from ._base import (
     check_layout,
 )
 from ._clients import ClientPool
+from ._kafka_metadata import await_leaders_seen
 from ._kafka_nodes import _Node, _port_free, _Processes, signal_node, stop_processes
 from ._security import SASL_MECHANISMS, SECURITY_PROTOCOLS
 from .compose import _FAULT_INJECTION_METHODS, _WithoutFaultInjection
 from .kafka_dist import find_java, kafka_libs
 from .kafka_dist import kafka_version as _resolve_version
 from .kafka_security import KafkaSecurity, unsecured_oauth_token
+from .kafka_versions import KafkaFeatures, kafka_features, version_properties
 
 __all__ = [
     "DEFAULT_RACKS",
@@ -160,7 +162,16 @@ _ADMIN_RETRY = BackoffPolicy(200, 2000)
 
 #: Admin errors of a topic creation that another try settles.
 _TRANSIENT_ADMIN_ERRORS = frozenset(
-    {"_UNSUPPORTED_FEATURE", "_TRANSPORT", "_TIMED_OUT", "NOT_CONTROLLER", "REQUEST_TIMED_OUT"}
+    {
+        "_UNSUPPORTED_FEATURE",
+        "_TRANSPORT",
+        "_TIMED_OUT",
+        "NOT_CONTROLLER",
+        "REQUEST_TIMED_OUT",
+        # librdkafka retires its bootstrap broker handles once metadata names the brokers,
+        # failing a request in flight on one (seen on a loaded machine).
+        "_DESTROY_BROKER",
+    }
 )
 
 
@@ -194,8 +205,11 @@ class KafkaCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _StatefulLifecy
     Arguments:
         brokers: number of nodes (>= 1).
         racks: rack names assigned round-robin; None or ``()`` for no ``broker.rack``.
-        kafka_version: the Apache Kafka release (default: ``RACKAFKA_KAFKA_VERSION`` or
-            :data:`~rackafka.testing.kafka_dist.DEFAULT_KAFKA_VERSION`).
+        kafka_version: the Apache Kafka release, 3.7 or newer (default:
+            ``RACKAFKA_KAFKA_VERSION`` or
+            :data:`~rackafka.testing.kafka_dist.DEFAULT_KAFKA_VERSION`); :attr:`features`
+            says what it offers (KIP-848 is early access before 4.0, off unless
+            ``broker_config`` turns it on).
         cache_dir: where the jars are cached (default: ``RACKAFKA_KAFKA_CACHE`` or
             ``~/.cache/rackafka/kafka``).
         work_dir: where the brokers keep their data and logs (default: a new temporary
@@ -416,6 +430,7 @@ class KafkaCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _StatefulLifecy
             "listener.security.protocol.map": ",".join(protocol_map),
             "log.dirs": str(nd.dir / "data"),
             "replica.selector.class": "org.apache.kafka.common.replica.RackAwareReplicaSelector",
+            # Both protocols (4.x would add streams by default); 3.x: see version_properties.
             "group.coordinator.rebalance.protocols": "classic,consumer",
             "group.initial.rebalance.delay.ms": str(self._rebalance_delay_ms),
             # Short enough for tests; Kafka's minimums lowered to allow them.
@@ -453,6 +468,7 @@ class KafkaCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _StatefulLifecy
             "share.coordinator.state.topic.replication.factor": replication,
             "share.coordinator.state.topic.min.isr": str(min(2, n)),
         }
+        props.update(version_properties(self._kafka_version))
         if nd.rack is not None:
             props["broker.rack"] = nd.rack
         if sec is not None:
@@ -674,6 +690,11 @@ class KafkaCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _StatefulLifecy
         return self._kafka_version
 
     @property
+    def features(self) -> KafkaFeatures:
+        """What this cluster's Kafka release offers (see :func:`.kafka_features`)."""
+        return kafka_features(self._kafka_version, self._broker_config)
+
+    @property
     def cluster_id(self) -> str:
         """The cluster id the storage was formatted with."""
         return self._cluster_id
@@ -748,7 +769,11 @@ class KafkaCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _StatefulLifecy
                 time.sleep(backoff.next())
         self._topics.add(name)
         parts = self._await_leaders(name, assignment, deadline, 0.1)
-        if parts is None:
+        # Every live broker knows the topic and its leaders, not only the one that answered.
+        gone = self._down | self.frozen_brokers
+        live = [(b.host, b.port) for n, b in self._brokers.items() if n not in gone]
+        leaders = {name: {p.partition: p.leader for p in parts or ()}}
+        if parts is None or not await_leaders_seen(live, leaders, deadline):
             raise KafkaClusterError(f"topic {name!r} did not get its leaders in {timeout} s")
         return parts
 
@@ -927,7 +952,17 @@ class KafkaCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _StatefulLifecy
                 if info.replicas and info.replicas[0] == broker_id and info.leader != broker_id
             ]
             if not wanted:
-                return
+                # Every live broker must see it too, not only the one that answered.
+                mine = {
+                    t: {i.partition: broker_id for i in self._read_partitions(t)
+                        if tuple(i.replicas[:1]) == (broker_id,)}
+                    for t in self._topics
+                }  # fmt: skip
+                gone = self._down | self.frozen_brokers
+                live = [(b.host, b.port) for n, b in self._brokers.items() if n not in gone]
+                if await_leaders_seen(live, mine, deadline):
+                    return
+                raise KafkaClusterError(f"not every broker sees broker {broker_id} lead again")
             try:
                 self._clients().admin().elect_leaders(ck.ElectionType.PREFERRED, wanted).result()
             except Exception as exc:  # ELECTION_NOT_NEEDED etc.: check again

@@ -8,8 +8,11 @@ jar against the SHA-256 list pinned in this package (``kafka-VERSION.sha256``). 
 only check the cache, without the network.
 
 The version is :data:`DEFAULT_KAFKA_VERSION` unless ``RACKAFKA_KAFKA_VERSION`` (or an
-argument) names another; a version without a pinned list is accepted on Maven's own
-checksums (its ``.sha1`` files), and the list made then is checked on every later use. The
+argument) names another, 3.7 or newer (KRaft; see :mod:`~rackafka.testing.kafka_versions`).
+:data:`PINNED_KAFKA_VERSIONS` have a pinned list; another version is accepted on Maven's own
+checksums (its ``.sha1`` files), and the list made then is checked on every later use.
+Kafka 3.x ships no log4j 2: its jars get log4j 2's core and SLF4J binding (a pinned
+version), so that every version logs with the same configuration. The
 cache is ``RACKAFKA_KAFKA_CACHE``, else ``$XDG_CACHE_HOME/rackafka/kafka``, else
 ``~/.cache/rackafka/kafka``; each version lives in ``<cache>/<version>/libs``.
 
@@ -27,12 +30,15 @@ import tempfile
 import threading
 from pathlib import Path
 
+from .kafka_versions import MIN_KAFKA_VERSION
+
 __all__ = [
     "DEFAULT_KAFKA_VERSION",
     "ENV_KAFKA_CACHE",
     "ENV_KAFKA_VERSION",
     "JavaNotFoundError",
     "KafkaJarsError",
+    "PINNED_KAFKA_VERSIONS",
     "find_java",
     "kafka_cache_dir",
     "kafka_libs",
@@ -41,6 +47,8 @@ __all__ = [
 
 #: The Apache Kafka release the tests run, unless ``RACKAFKA_KAFKA_VERSION`` names another.
 DEFAULT_KAFKA_VERSION = "4.1.1"
+#: The releases the project tests, each with a pinned SHA-256 list (``kafka-VERSION.sha256``).
+PINNED_KAFKA_VERSIONS: tuple[str, ...] = ("3.7.2", "3.9.1", "4.1.1", "4.4.0")
 ENV_KAFKA_VERSION = "RACKAFKA_KAFKA_VERSION"
 ENV_KAFKA_CACHE = "RACKAFKA_KAFKA_CACHE"
 #: Maven's executable (default ``mvn`` on the PATH).
@@ -49,6 +57,8 @@ ENV_MAVEN = "RACKAFKA_MAVEN"
 _MIN_JAVA = 17
 _DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 _MANIFEST = "SHA256SUMS"
+#: The log4j 2 that the brokers of Kafka 3.x log with (they ship no log4j 2 of their own).
+_LOG4J2_VERSION = "2.24.3"
 _VERSION_RE = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+([.-][A-Za-z0-9.-]+)?$")
 _verified: set[Path] = set()
 _lock = threading.Lock()
@@ -67,9 +77,12 @@ def kafka_version(version: str | None = None) -> str:
     chosen = version or os.environ.get(ENV_KAFKA_VERSION, "").strip() or DEFAULT_KAFKA_VERSION
     if not _VERSION_RE.match(chosen):
         raise ValueError(f"not a Kafka version: {chosen!r} (expected e.g. {DEFAULT_KAFKA_VERSION})")
-    major = int(chosen.split(".")[0])
-    if major < 4:
-        raise ValueError(f"Kafka {chosen}: the test engine needs Kafka 4.x or newer (KRaft only)")
+    major, minor = (int(x) for x in chosen.split(".")[:2])
+    if (major, minor) < MIN_KAFKA_VERSION:
+        oldest = ".".join(map(str, MIN_KAFKA_VERSION))
+        raise ValueError(
+            f"Kafka {chosen}: the test engine needs Kafka {oldest} or newer (KRaft only)"
+        )
     return chosen
 
 
@@ -235,10 +248,12 @@ def _download(version: str, root: Path, pinned: dict[str, str] | None) -> None:
     try:
         out = work / "libs"
         _copy_dependencies([("org.apache.kafka", "kafka_2.13", version)], out, work)
-        # The broker logs through SLF4J 1.7; bind it to the log4j 2 it ships with.
+        # The broker logs through SLF4J; bind it to the log4j 2 it ships with (4.x), or to
+        # a pinned log4j 2 where it ships none (3.x's reload4j binding is optional), so that
+        # every version reads the same log4j2.properties.
         cores = [p.name for p in out.glob("log4j-core-*.jar")]
-        if cores and not list(out.glob("log4j-slf4j*-impl-*.jar")):
-            log4j = cores[0][len("log4j-core-") : -len(".jar")]
+        if not list(out.glob("log4j-slf4j*-impl-*.jar")):
+            log4j = cores[0][len("log4j-core-") : -len(".jar")] if cores else _LOG4J2_VERSION
             slf4j = [p.name for p in out.glob("slf4j-api-*.jar")]
             binding = (
                 "log4j-slf4j2-impl"
@@ -249,6 +264,7 @@ def _download(version: str, root: Path, pinned: dict[str, str] | None) -> None:
                 [
                     ("org.apache.kafka", "kafka_2.13", version),
                     ("org.apache.logging.log4j", binding, log4j),
+                    ("org.apache.logging.log4j", "log4j-core", log4j),
                 ],
                 out,
                 work,

@@ -1,0 +1,62 @@
+"""Each broker's own view of partition leadership, asked of it alone (Metadata v12 on one
+connection): after a leader election the brokers learn the new leaders from the metadata
+log each at its own pace, and a test that reads metadata from any broker must not meet a
+stale one (see :meth:`~rackafka.testing.KafkaCluster.broker_up`)."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+from collections.abc import Iterable, Mapping
+
+from rackafka.protocol import frames
+from rackafka.protocol.apis.metadata import METADATA
+
+from ._base import _recv_exact
+
+_VERSION = 12  # Kafka 3.1 to 4.x
+
+
+def leaders_seen_by(host: str, port: int, topic: str, timeout: float = 5.0) -> dict[int, int]:
+    """Partition -> leader id of ``topic`` as the broker at ``host:port`` sees it ({} when
+    it does not know the topic)."""
+    request = METADATA.Request(topics=[{"name": topic}], allow_auto_topic_creation=False)
+    frame = frames.encode_request(METADATA, _VERSION, 1, "rackafka-testing", request)
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.sendall(frame)
+        size = struct.unpack(">i", _recv_exact(sock, 4))[0]
+        body = _recv_exact(sock, size)
+    response = frames.decode_response(METADATA, _VERSION, body)
+    for t in response.topics:
+        if t.name == topic and not t.error_code:
+            return {p.partition_index: p.leader_id for p in t.partitions}
+    return {}
+
+
+def await_leaders_seen(
+    brokers: Iterable[tuple[str, int]],
+    wanted: Mapping[str, Mapping[int, int]],
+    deadline: float,
+) -> bool:
+    """Wait until every broker sees ``wanted`` (topic -> partition -> leader); False at
+    ``deadline``."""
+    pending = list(brokers)
+    while True:
+        still = []
+        for host, port in pending:
+            try:
+                ok = all(
+                    leaders_seen_by(host, port, topic).items() >= dict(parts).items()
+                    for topic, parts in wanted.items()
+                )
+            except OSError:
+                ok = False
+            if not ok:
+                still.append((host, port))
+        if not still:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        pending = still
+        time.sleep(0.1)
