@@ -28,6 +28,9 @@ __all__ = ["MAX_RAISE", "pause", "resume"]
 #: The most the young generation's threshold is raised above the application's.
 MAX_RAISE = 200_000
 
+#: Whether :func:`pause` touches the collector at all.
+enabled = True
+
 #: The application's young-generation threshold while a raised one of ours is in force.
 _base: int | None = None
 #: The threshold set by :func:`resume`.
@@ -36,7 +39,7 @@ _raised = -1
 
 def pause() -> bool:
     """Stop the collector for a decoding; ``True`` if it ran (then call :func:`resume`)."""
-    if gc.isenabled():
+    if enabled and gc.isenabled():
         gc.disable()
         return True
     return False
