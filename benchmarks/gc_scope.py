@@ -38,7 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from records import CASES, ConsumerRecord, build_case  # noqa: E402
+from records import CASES, ConsumerRecord, build_case
 
 PARTITION = 0
 TOPIC = "bench"
