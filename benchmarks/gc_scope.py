@@ -9,10 +9,10 @@ run (``_gc.enabled``), the median of ``--repeat`` rounds reported:
 * ``produce``: ``send()`` of 100 B records to the embedded cluster (librdkafka's mock
   brokers), every future awaited with ``gather``; ns per record.
 * ``thread``: another thread makes cyclic garbage steadily while the main thread decodes
-  (``--thread-work decode``) or sends (``produce``) for a few seconds; each variant in its
-  own subprocess, so that its peak RSS is its own: the peak number of the other thread's
-  garbage objects not yet collected, the peak RSS, the young collections, both threads'
-  throughput.
+  (``--thread-work decode``) or sends (``produce``) for a few seconds; each variant (on,
+  off, and "unbounded": on without the ``MAX_SECONDS`` bound) in its own subprocess, so
+  that its peak RSS is its own: the peak number of the other thread's garbage objects not
+  yet collected, the peak RSS, the young collections, both threads' throughput.
 
 Usage: ``python benchmarks/gc_scope.py [--suites decode,produce,thread] [--repeat 7]``.
 Run it with ``PYTHONPATH=src`` to measure this checkout.
@@ -188,10 +188,12 @@ def _rss_kib() -> int:
     return 0
 
 
-def thread_child(flag: bool, work: str, seconds: float) -> dict[str, Any]:
+def thread_child(variant: str, work: str, seconds: float) -> dict[str, Any]:
     from rackafka.records import _gc
 
-    _gc.enabled = flag
+    _gc.enabled = variant != "off"
+    if variant == "unbounded":  # as before the time bound
+        _gc.MAX_SECONDS = float("inf")
     batches = build_case(next(c for c in CASES if c.events and c.codec == "none"), 10)
     decode_once(batches)
     gc.collect()
@@ -213,7 +215,7 @@ def thread_child(flag: bool, work: str, seconds: float) -> dict[str, Any]:
     worker.join()
     peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {
-        "deferral": flag,
+        "deferral": variant,
         "work": work,
         "records_per_s": done / elapsed,
         "garbage_per_s": _Garbage.made / elapsed,
@@ -248,18 +250,19 @@ async def _produce_for(seconds: float) -> int:
 
 
 def suite_thread(repeat: int, work: str, seconds: float) -> list[dict[str, Any]]:
-    results: dict[bool, list[dict[str, Any]]] = {True: [], False: []}
+    variants = ["on", "off", "unbounded"]
+    results: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
     for i in range(repeat):
-        for flag in (True, False) if i % 2 == 0 else (False, True):
-            cmd = [sys.executable, __file__, "--child", json.dumps([flag, work, seconds])]
+        for variant in variants[i % 3 :] + variants[: i % 3]:
+            cmd = [sys.executable, __file__, "--child", json.dumps([variant, work, seconds])]
             out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-            results[flag].append(json.loads(out.splitlines()[-1]))
+            results[variant].append(json.loads(out.splitlines()[-1]))
     rows = []
-    for flag in (True, False):
-        keys = results[flag][0].keys() - {"deferral", "work"}
-        row = {k: statistics.median(r[k] for r in results[flag]) for k in keys}
-        row["max_garbage_peak_alive"] = max(r["garbage_peak_alive"] for r in results[flag])
-        rows.append({"suite": f"thread-{work}", "deferral": flag, **row})
+    for variant in variants:
+        keys = results[variant][0].keys() - {"deferral", "work"}
+        row = {k: statistics.median(r[k] for r in results[variant]) for k in keys}
+        row["max_garbage_peak_alive"] = max(r["garbage_peak_alive"] for r in results[variant])
+        rows.append({"suite": f"thread-{work}", "deferral": variant, **row})
     return rows
 
 
