@@ -26,7 +26,6 @@ import gc
 import json
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
@@ -180,12 +179,18 @@ def _garbage_thread(stop: threading.Event, peak: list[int]) -> None:
     peak[0] = top
 
 
-def _rss_kib() -> int:
+def _rss_kib(field: str = "VmRSS") -> int:
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
     return 0
+
+
+def _reset_peak_rss() -> None:
+    """Linux: the peak RSS (``VmHWM``) starts again from the current RSS."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
 
 
 def thread_child(variant: str, work: str, seconds: float) -> dict[str, Any]:
@@ -198,6 +203,7 @@ def thread_child(variant: str, work: str, seconds: float) -> dict[str, Any]:
     decode_once(batches)
     gc.collect()
     seen = _collections()
+    _reset_peak_rss()
     base_rss = _rss_kib()
     stop = threading.Event()
     peak = [0]
@@ -213,7 +219,7 @@ def thread_child(variant: str, work: str, seconds: float) -> dict[str, Any]:
     elapsed = time.perf_counter() - start
     stop.set()
     worker.join()
-    peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak_rss = _rss_kib("VmHWM")
     return {
         "deferral": variant,
         "work": work,
