@@ -6,8 +6,8 @@ left alone, it would walk every young record a few hundred records into the batc
 right after it (the count being far past the young generation's threshold), find them all
 alive, and promote them, to walk them again in the older generations while the user still
 holds them.  Measured with ``benchmarks/gc_scope.py`` on CPython 3.10 to 3.13, that is
-15-40% of the decoding time and 10-60% of the producer's ``send()`` (see
-``docs/performance.rst``).
+a fifth or more of the decoding time and of the producer's ``send()`` (see "Python's
+garbage collector" in ``docs/consumer.rst``).
 
 So :func:`pause` stops the collector while a batch is decoded, and :func:`resume` starts it
 again with the young generation's threshold raised by the objects counted so far: the
@@ -25,7 +25,8 @@ This is process-wide (the collector is the interpreter's), so it is bounded:
 * a collector the application disabled or tuned (any threshold other than the
   interpreter's default) is left exactly as it is;
 * ``RACKAFKA_DEFER_GC=0`` in the environment (read once, at import) turns it all off; it is
-  off on Python 3.14 and later (an incremental collector, not measured).
+  off on Python 3.14 and later (an incremental collector, not measured), and the
+  producer's part (:func:`pause_pending`) is off from 3.13 on (it did not pay there).
 """
 
 from __future__ import annotations
@@ -36,7 +37,16 @@ import sys
 import time
 from typing import Any
 
-__all__ = ["DEFAULT_THRESHOLD", "MAX_RAISE", "MAX_SECONDS", "enabled", "pause", "resume"]
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "MAX_RAISE",
+    "MAX_SECONDS",
+    "enabled",
+    "pause",
+    "pause_pending",
+    "pending",
+    "resume",
+]
 
 #: The most the young generation's threshold is raised above the default.
 MAX_RAISE = 200_000
@@ -51,6 +61,11 @@ DEFAULT_THRESHOLD = (2000 if sys.version_info >= (3, 13) else 700, 10, 10)
 enabled = sys.version_info < (3, 14) and os.environ.get(
     "RACKAFKA_DEFER_GC", "1"
 ).strip().lower() not in ("0", "false", "no", "off")
+
+#: Whether the producer's pending futures are kept out of young collections too
+#: (:func:`pause_pending`): it pays on 3.10 to 3.12, not measurably on 3.13, whose default
+#: threshold of 2,000 spares them most of the walks already.
+pending = enabled and sys.version_info < (3, 13)
 
 #: The threshold set by :func:`resume` while it is in force (``-1``: none).
 _raised = -1
@@ -70,6 +85,11 @@ def pause() -> bool:
         return False
     gc.disable()
     return True
+
+
+def pause_pending() -> bool:
+    """:func:`pause` for the producer's pending futures, where :data:`pending`."""
+    return pending and pause()
 
 
 def resume() -> None:
