@@ -92,12 +92,15 @@ def test_a_raise_is_not_renewed_past_max_seconds(
     held.append(batch.records())  # within MAX_SECONDS: renewed
     assert gc.get_threshold()[0] > _gc.DEFAULT_THRESHOLD[0] and collections == []
     time.sleep(0.06)
-    held.append(batch.records())
-    # Too long: the default threshold again, and the next allocations collect.
+    seen: list[bool] = []
+    held.append(batch.records(lambda *args: seen.append(gc.isenabled()) or args))
+    # Too long: the default threshold again, and this decoding ran with the collector on
+    # and collected as it would without rackafka.
+    assert seen == [True] * 3000
     assert gc.get_threshold() == _gc.DEFAULT_THRESHOLD
     junk = [[] for _ in range(100)]
     assert collections and junk
-    # After that collection, a new raise may begin.
+    # After that, a new raise may begin.
     held.append(batch.records())
     assert gc.get_threshold()[0] > _gc.DEFAULT_THRESHOLD[0]
 

@@ -19,9 +19,10 @@ This is process-wide (the collector is the interpreter's), so it is bounded:
 
 * the raise is undone by the next collection (:func:`_restore`, a ``gc.callbacks`` hook);
 * it is at most :data:`MAX_RAISE` objects above the default threshold;
-* it is renewed for at most :data:`MAX_SECONDS`: a decoding that ends later than that after
-  the raise began gives the default threshold back, so the next allocation collects, and
-  the garbage other threads make meanwhile waits at most that long (or that many objects);
+* it is renewed for at most :data:`MAX_SECONDS`: a decoding that starts later than that
+  after the raise began gives the default threshold back and runs with the collector on,
+  so that it collects as without rackafka, and the garbage other threads make meanwhile
+  waits about that long at most (or that many objects);
 * a collector the application disabled or tuned (any threshold other than the
   interpreter's default) is left exactly as it is;
 * ``RACKAFKA_DEFER_GC=0`` in the environment (read once, at import) turns it all off; it is
@@ -76,12 +77,19 @@ _since = 0.0
 def pause() -> bool:
     """Stop the collector for a decoding; ``True`` if it ran (then call :func:`resume`).
 
-    Only an enabled collector at the default thresholds (or at ours) is stopped.
+    Only an enabled collector at the default thresholds (or at ours) is stopped.  A raise
+    in force for more than :data:`MAX_SECONDS` is undone instead, and the collector left
+    running: the decoding that follows collects as it would without rackafka.
     """
+    global _raised
     if not enabled or not gc.isenabled():
         return False
     t0, t1, t2 = gc.get_threshold()
     if (t1, t2) != DEFAULT_THRESHOLD[1:] or (t0 != DEFAULT_THRESHOLD[0] and t0 != _raised):
+        return False
+    if t0 == _raised and time.monotonic() - _since > MAX_SECONDS:
+        gc.set_threshold(DEFAULT_THRESHOLD[0], t1, t2)
+        _raised = -1
         return False
     gc.disable()
     return True
@@ -96,19 +104,11 @@ def resume() -> None:
     """Start the collector again after a decoding, the objects counted so far not counting."""
     global _raised, _since
     t0, t1, t2 = gc.get_threshold()
-    base = DEFAULT_THRESHOLD[0]
-    now = time.monotonic()
     if t0 != _raised:
-        _since = now
-    if now - _since > MAX_SECONDS:
-        # Raised for too long without a collection: the default threshold again, so
-        # that the next allocation collects (other threads' garbage waits no longer).
-        gc.set_threshold(base, t1, t2)
-        _raised = -1
-    else:
-        _raised = base + min(gc.get_count()[0], MAX_RAISE)
-        if _raised != t0:
-            gc.set_threshold(_raised, t1, t2)
+        _since = time.monotonic()
+    _raised = DEFAULT_THRESHOLD[0] + min(gc.get_count()[0], MAX_RAISE)
+    if _raised != t0:
+        gc.set_threshold(_raised, t1, t2)
     gc.enable()
 
 
