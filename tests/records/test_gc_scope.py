@@ -159,3 +159,17 @@ def test_another_thread_s_garbage_is_collected_while_batches_decode(
     gc.collect()
     assert _Cycle.made == _Cycle.freed
     assert peak[0] < _Cycle.made  # some were collected before the end
+
+
+def test_a_threshold_set_during_a_decoding_is_kept(default_collector: None) -> None:
+    """A deserializer (or another thread) that tunes the collector while a batch decodes
+    keeps its setting."""
+    tuned = (5000, *_gc.DEFAULT_THRESHOLD[1:])
+
+    def factory(*args: Any) -> Any:
+        if args[2] == 0:
+            gc.set_threshold(*tuned)
+        return args
+
+    _batch(3000).records(factory)
+    assert gc.get_threshold() == tuned and gc.isenabled()

@@ -105,6 +105,9 @@ def resume() -> None:
     global _raised, _since
     t0, t1, t2 = gc.get_threshold()
     if t0 != _raised:
+        if t0 != DEFAULT_THRESHOLD[0]:  # set meanwhile by the application: its own
+            gc.enable()
+            return
         _since = time.monotonic()
     _raised = DEFAULT_THRESHOLD[0] + min(gc.get_count()[0], MAX_RAISE)
     if _raised != t0:
