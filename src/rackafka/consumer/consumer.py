@@ -18,6 +18,7 @@ from rackafka.abc import ConsumerRebalanceListener
 from rackafka.client import KafkaClient
 from rackafka.cluster import ClusterMetadata
 from rackafka.consumer._polling import polling
+from rackafka.consumer._start import wait_for_topics
 from rackafka.consumer.config import CONSUMER, FETCHER_SETTINGS, GROUP_SETTINGS, check_topics
 from rackafka.consumer.fetcher import (
     READ_COMMITTED,
@@ -278,14 +279,14 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
     # -- lifecycle -------------------------------------------------------------
 
     async def start(self) -> None:
-        """Connect to the cluster, load metadata, wait for the subscribed topics (a broker
-        that creates topics on demand makes them) and their assignment, start fetching.
+        """Connect to the cluster, load metadata, wait for the subscribed or assigned topics
+        (a broker that creates topics on demand makes them) and the assignment, start fetching.
 
         Raises:
             KafkaConnectionError: no bootstrap server could be reached.
             AuthenticationFailedError: a broker refused the login or the TLS handshake
                 (also while waiting for the group's first assignment).
-            UnknownTopicOrPartitionError: a subscribed topic has no partitions after
+            UnknownTopicOrPartitionError: a subscribed or assigned topic has no partitions after
                 ``request_timeout_ms`` (with ``allow_auto_create_topics``, as aiokafka).
         """
         if self._closed:
@@ -302,6 +303,8 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
         self._metadata_listener = weak_method(self._on_metadata)
         self._client.cluster.add_listener(self._metadata_listener)
         self._started = True
+        if self._manual:  # assign() before start(): as aiokafka, wait for those topics
+            await self._wait_topics()
         if self._group_id is not None:
             membership = (
                 ConsumerGroupMember if self._group_protocol == "consumer" else GroupCoordinator
@@ -339,10 +342,7 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
         self._fetcher.start()
 
     async def _wait_topics(self) -> None:
-        # As aiokafka: the topics subscribed before start() (made now by a broker creating
-        # topics on demand) are waited for, so that they are assigned when it returns.
-        if self._client.allow_auto_topic_creation and self._pattern is None:
-            await self._client.wait_for_topics(self._subs.topics, self._request_timeout)
+        await wait_for_topics(self._client, self._subs, self._pattern, self._request_timeout)
 
     async def stop(self) -> None:
         """Stop fetching and close every connection."""
