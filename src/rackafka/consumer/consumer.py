@@ -251,7 +251,8 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
         self._retry_backoff = cfg["retry_backoff_ms"] / 1000
         self._max_poll_records = cfg["max_poll_records"]
         self._exclude_internal = cfg["exclude_internal_topics"]
-        self._subs = SubscriptionState(cfg["auto_offset_reset"])
+        # ``_subscription``: aiokafka's name, which frameworks' rebalance listeners read.
+        self._subs = self._subscription = SubscriptionState(cfg["auto_offset_reset"])
         self._group_id = group_id
         if group_id is not None:
             self._subs.initial_reset = COMMITTED

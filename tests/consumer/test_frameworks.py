@@ -1,0 +1,62 @@
+"""What frameworks built on aiokafka read from a consumer besides its public API.
+
+FastStream's Kafka broker logs every assignment with a rebalance listener of its own (on by
+default) that reads three of aiokafka's private attributes of the consumer: ``_group_id``,
+``_coordinator.member_id`` and ``_subscription.topics``. Without them the listener raised
+at every rebalance (logged as a failed listener) and its warnings never came."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import pytest
+
+from rackafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+from rackafka.testing import EmbeddedCluster
+
+WAIT = 20.0
+
+
+class _FrameworkListener(ConsumerRebalanceListener):
+    """Reads what FastStream's logging listener reads."""
+
+    def __init__(self, consumer: AIOKafkaConsumer[Any, Any]) -> None:
+        self.consumer = consumer
+        self.seen: list[tuple[str | None, str, set[str], set[TopicPartition]]] = []
+
+    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        pass
+
+    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        c = self.consumer
+        self.seen.append(
+            (c._group_id, c._coordinator.member_id, set(c._subscription.topics), set(assigned))
+        )
+
+
+@pytest.mark.parametrize("group_protocol", ["classic", "consumer"])
+async def test_the_attributes_a_frameworks_listener_reads(
+    embedded_cluster: EmbeddedCluster, group_protocol: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    embedded_cluster.create_topic("fw", 2)
+    classic = {"session_timeout_ms": 3000, "heartbeat_interval_ms": 200}
+    consumer: AIOKafkaConsumer[Any, Any] = AIOKafkaConsumer(
+        bootstrap_servers=embedded_cluster.bootstrap_servers,
+        group_id="g-fw",
+        group_protocol=group_protocol,
+        **(classic if group_protocol == "classic" else {}),
+    )
+    listener = _FrameworkListener(consumer)
+    consumer.subscribe(["fw"], listener=listener)
+    with caplog.at_level(logging.ERROR, logger="rackafka"):
+        await asyncio.wait_for(consumer.start(), WAIT)
+        try:
+            assert [(g, bool(m), t, a) for g, m, t, a in listener.seen] == [
+                ("g-fw", True, {"fw"}, {TopicPartition("fw", 0), TopicPartition("fw", 1)})
+            ]
+            assert listener.seen[0][1] == consumer._coordinator.member_id
+        finally:
+            await consumer.stop()
+    assert [r.getMessage() for r in caplog.records] == []
