@@ -60,3 +60,28 @@ async def test_the_attributes_a_frameworks_listener_reads(
         finally:
             await consumer.stop()
     assert [r.getMessage() for r in caplog.records] == []
+
+
+@pytest.mark.parametrize("group", [None, "g-latest"])
+async def test_a_record_produced_once_start_returns_is_read_with_latest(
+    embedded_cluster: EmbeddedCluster, group: str | None
+) -> None:
+    # What a framework's tests (and a request/response over Kafka) do: start the consumer,
+    # then produce. The produce below blocks the event loop, so the consumer's offset
+    # lookup cannot answer before the record is written unless start() waited for it.
+    embedded_cluster.create_topic("latest-fw", 1)
+    embedded_cluster.produce("latest-fw", 3, partition=0)
+    kw: dict[str, Any] = {"group_id": group, "heartbeat_interval_ms": 200} if group else {}
+    consumer: AIOKafkaConsumer[Any, Any] = AIOKafkaConsumer(
+        "latest-fw",
+        bootstrap_servers=embedded_cluster.bootstrap_servers,
+        auto_offset_reset="latest",
+        **kw,
+    )
+    await asyncio.wait_for(consumer.start(), WAIT)
+    try:
+        embedded_cluster.produce("latest-fw", 1, partition=0)
+        record = await asyncio.wait_for(consumer.getone(), WAIT)
+        assert (record.partition, record.offset) == (0, 3)
+    finally:
+        await consumer.stop()

@@ -18,7 +18,7 @@ from rackafka.abc import ConsumerRebalanceListener
 from rackafka.client import KafkaClient
 from rackafka.cluster import ClusterMetadata
 from rackafka.consumer._polling import polling
-from rackafka.consumer._start import wait_for_topics
+from rackafka.consumer._start import settle_positions, wait_for_topics
 from rackafka.consumer.config import CONSUMER, FETCHER_SETTINGS, GROUP_SETTINGS, check_topics
 from rackafka.consumer.fetcher import (
     READ_COMMITTED,
@@ -333,6 +333,7 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
                         raise failure
                     self._coordinator.polled()  # raises a fatal group error, if any
                 await self._coordinator.wait_for_listener(None)
+                await settle_positions(self._subs, self._fetcher.wakeup)
                 self._coordinator.polled()
                 return
         elif self._subs.topics or self._pattern is not None:  # subscribe() before start()
@@ -341,6 +342,7 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
             await self._client.refresh_metadata()
             self._update_subscribed_assignment(self._client.cluster)
         self._fetcher.start()
+        await settle_positions(self._subs, self._fetcher.wakeup)
 
     async def _wait_topics(self) -> None:
         await wait_for_topics(self._client, self._subs, self._pattern, self._request_timeout)
