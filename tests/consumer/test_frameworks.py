@@ -85,3 +85,27 @@ async def test_a_record_produced_once_start_returns_is_read_with_latest(
         assert (record.partition, record.offset) == (0, 3)
     finally:
         await consumer.stop()
+
+
+async def test_start_without_a_group_does_not_wait_for_a_metadata_refresh_it_just_made(
+    embedded_cluster: EmbeddedCluster,
+) -> None:
+    # Frameworks start a consumer per subscriber (FastStream's tests, hundreds of times):
+    # start() of a consumer without a group refreshed metadata once more after loading the
+    # subscribed topics, and a refresh right after another waits retry_backoff_ms.
+    embedded_cluster.create_topic("quick-start", 1)
+    consumer: AIOKafkaConsumer[Any, Any] = AIOKafkaConsumer(
+        "quick-start",
+        bootstrap_servers=embedded_cluster.bootstrap_servers,
+        auto_offset_reset="earliest",
+        retry_backoff_ms=2000,
+        retry_backoff_max_ms=2000,
+    )
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    await asyncio.wait_for(consumer.start(), WAIT)
+    try:
+        assert loop.time() - began < 1.0
+        assert consumer.assignment() == {TopicPartition("quick-start", 0)}
+    finally:
+        await consumer.stop()
