@@ -109,3 +109,30 @@ async def test_start_without_a_group_does_not_wait_for_a_metadata_refresh_it_jus
         assert consumer.assignment() == {TopicPartition("quick-start", 0)}
     finally:
         await consumer.stop()
+
+
+async def test_a_group_member_starts_without_metadata_refreshes_it_does_not_need(
+    embedded_cluster: EmbeddedCluster,
+) -> None:
+    # Each join fetched the metadata of every topic of the cluster (as for a pattern
+    # subscription) and the leader refreshed metadata it had just loaded; refreshes in a
+    # row wait retry_backoff_ms, so a group member's start() (and every rebalance) took
+    # hundreds of milliseconds more than aiokafka's.
+    embedded_cluster.create_topic("quick-group", 1)
+    consumer: AIOKafkaConsumer[Any, Any] = AIOKafkaConsumer(
+        "quick-group",
+        bootstrap_servers=embedded_cluster.bootstrap_servers,
+        group_id="g-quick",
+        auto_offset_reset="earliest",
+        retry_backoff_ms=2000,
+        retry_backoff_max_ms=2000,
+        heartbeat_interval_ms=200,
+    )
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    await asyncio.wait_for(consumer.start(), WAIT)
+    try:
+        assert loop.time() - began < 1.5
+        assert consumer.assignment() == {TopicPartition("quick-group", 0)}
+    finally:
+        await consumer.stop()

@@ -525,13 +525,16 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
         if self._coordinator is None and (self._subs.topics or self._pattern is not None):
             self._update_subscribed_assignment(cluster)
 
-    def _match_pattern(self) -> None:
-        """With a pattern subscription: the matching topics become the subscription."""
-        if self._pattern is not None:
-            cluster = self._client.cluster
-            self._subs.topics = {
-                t for t in cluster.topics(self._exclude_internal) if self._pattern.match(t)
-            }
+    def _match_pattern(self) -> bool:
+        """With a pattern subscription: the matching topics become the subscription (True);
+        False without one (the group then needs no metadata of every topic)."""
+        if self._pattern is None:
+            return False
+        cluster = self._client.cluster
+        self._subs.topics = {
+            t for t in cluster.topics(self._exclude_internal) if self._pattern.match(t)
+        }
+        return True
 
     def _group_assigned(self, assigned: set[TopicPartition], added: set[TopicPartition]) -> None:
         """The group coordinator's assignment (listeners are its business)."""
