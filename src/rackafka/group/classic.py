@@ -335,10 +335,8 @@ class ClassicProtocol:
             all_topics.update(sub.topics)
         client = session.client
         client.add_topics(all_topics)
-        if any(client.cluster.partitions_for_topic(t) is None for t in all_topics):
-            # (as Java's leader: only for topics this member's metadata lacks)
-            with contextlib.suppress(KafkaError):
-                await client.refresh_metadata()
+        with contextlib.suppress(KafkaError):
+            await client.refresh_metadata()
         cluster = client.cluster
         partitions = {
             t: [
