@@ -115,6 +115,33 @@ async def test_metadata_refreshes_in_a_row_wait_longer_by_the_retry_policy() -> 
             await client.close()
 
 
+async def test_refreshes_that_bring_news_and_new_topics_do_not_build_up_pauses() -> None:
+    # As Java's client: only answers that tell nothing new make the pauses grow (its
+    # "equivalent responses"); an answer that changed the metadata starts over, and a
+    # new topic of interest is asked for at once, whatever pause came before.
+    async with FakeBroker(topics={"t0": 1}) as broker:
+        client = KafkaClient(broker.bootstrap_servers)
+        policy = client.retry_policy = RecordingPolicy(100, 400)
+        try:
+            await client.bootstrap_cluster()
+            client.want_all_topics()
+            for n in range(1, 4):
+                broker.topics[f"t{n}"] = 1  # the cluster changed: the answer is news
+                await client.refresh_metadata()
+            assert policy.attempts() == [0, 0, 0]
+            for _ in range(2):
+                await client.refresh_metadata()  # nothing new: the pause grows
+            assert policy.attempts() == [0, 0, 0, 1, 2]
+            assert client._next_refresh_at - time.monotonic() > 0.2  # a long pause set
+            started = time.monotonic()
+            client.add_topics(["t1"])  # a topic of interest never asked for
+            await client.refresh_metadata()
+            assert time.monotonic() - started < 0.2  # not after the pause
+            assert client.cluster.partitions.get("t1")
+        finally:
+            await client.close()
+
+
 async def test_periodic_refreshes_keep_metadata_max_age_after_refreshes_in_a_row(
     embedded_cluster: Any,
 ) -> None:

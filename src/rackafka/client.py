@@ -284,6 +284,10 @@ class KafkaClient:
         new = set(topics) - self._topics
         if new:
             self._topics |= new
+            # As Java's client asks for new topics' metadata: at once, whatever pause
+            # the refreshes before it built up (those waited for other answers).
+            self._next_refresh_at = 0.0
+            self._refresh_streak = 0
             self.request_update()
 
     def unknown_topics(self) -> set[str]:
@@ -388,9 +392,15 @@ class KafkaClient:
             await asyncio.sleep(wait)
         elif -wait > self.retry_backoff_max:
             self._refresh_streak = 0  # a quiet period: start over from retry_backoff
+        cluster = self.cluster
+        before = (cluster.brokers, cluster.partitions, cluster.topic_errors)
         try:
             await self._refresh_once()
         finally:
+            if (cluster.brokers, cluster.partitions, cluster.topic_errors) != before:
+                # An answer that changed something is progress: the streak of answers
+                # that told nothing new starts over (Java's "equivalent responses").
+                self._refresh_streak = 0
             delay = self.retry_policy.delay(self._refresh_streak)
             self._next_refresh_at = time.monotonic() + delay
             if self.unknown_topics():
