@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test venv kafka-jars test-kafka lint typecheck docs unit faults demo bench-records bench-consume bench-produce bench-spark clean
+.PHONY: test venv kafka-jars test-kafka lint typecheck docs unit faults demo bench-records bench-consume bench-produce bench-spark clean matrix matrix-python matrix-oldest matrix-kafka
 
 venv: $(STAMP)
 
@@ -57,6 +57,30 @@ test-kafka: venv
 	$(if $(KAFKA_VERSION),RACKAFKA_KAFKA_VERSION=$(KAFKA_VERSION)) RACKAFKA_REQUIRE_KAFKA=1 \
 		$(BIN)/pytest -q -n 0 -p no:cacheprovider $(KAFKA_ESSENTIALS) $(PYTEST_ARGS)
 
+# The compatibility matrix (docs/testing.rst, "The CI matrix"; .ci/run runs `make matrix`):
+# the unit suite without tests/kafka and tests/spark on another Python (a virtualenv per
+# cell under .venv-matrix/, from pyenv's interpreter; a missing one fails), on the oldest
+# Python with the oldest dependency versions pyproject.toml allows, and the real-Kafka
+# essentials on the oldest and the newest supported Kafka release.
+#   make matrix-python PY=3.13    make matrix-oldest [PY=3.10]    make matrix-kafka
+MATRIX_PY_OLDEST ?= 3.10
+MATRIX_PY_NEWEST ?= 3.13
+MATRIX_KAFKA ?= 3.7.2 4.4.0
+_MATRIX_ENV = PYTEST_WORKERS=$(PYTEST_WORKERS) PYTEST_ARGS="$(PYTEST_ARGS)"
+matrix-python:
+	@test -n "$(PY)" || { echo "usage: make matrix-python PY=3.13" >&2; exit 2; }
+	$(_MATRIX_ENV) bash .ci/matrix python $(PY)
+
+matrix-oldest:
+	$(_MATRIX_ENV) bash .ci/matrix oldest $(or $(PY),$(MATRIX_PY_OLDEST))
+
+matrix-kafka: venv
+	set -e; for v in $(MATRIX_KAFKA); do $(MAKE) test-kafka KAFKA_VERSION=$$v; done
+
+matrix: matrix-oldest
+	$(MAKE) matrix-python PY=$(MATRIX_PY_NEWEST)
+	$(MAKE) matrix-kafka
+
 # Fault injection on real Kafka, the long version of tests/kafka/test_group_faults.py: each
 # scenario (classic cooperative-sticky, classic eager, KIP-848, transactional pipeline) runs
 # FAULT_SECONDS of workload while faults of every kind drawn from FAULT_SEED play (SIGKILL,
@@ -103,4 +127,4 @@ demo: venv
 	$(BIN)/python examples/pipeline.py $(_DEMO_ENGINE_ARG) $(PIPELINE_ARGS)
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(BENCH_VENV) .venv-matrix build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
