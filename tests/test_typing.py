@@ -5,6 +5,7 @@ deserializer, and ``--strict`` happy with a bare ``AIOKafkaConsumer`` annotation
 from __future__ import annotations
 
 import textwrap
+import re
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,8 @@ def test_mypy_strict_accepts_aiokafka_style_code(tmp_path: Path) -> None:
             str(path),
         ]
     )
+    # mypy before 2.0 spells the same types "builtins.bytes" and "Union[Any, None]".
+    out = re.sub(r"Union\[([^\[\],]+), None\]", r"\1 | None", out.replace("builtins.", ""))
     lines = [line for line in out.splitlines() if "error" in line]
     assert not lines, out + err
     assert "AIOKafkaConsumer[bytes, bytes]" in out, out  # defaults (PEP 696)
