@@ -4,8 +4,8 @@ deserializer, and ``--strict`` happy with a bare ``AIOKafkaConsumer`` annotation
 
 from __future__ import annotations
 
-import textwrap
 import re
+import textwrap
 from pathlib import Path
 
 import pytest
