@@ -62,5 +62,6 @@ def test_mypy_strict_accepts_aiokafka_style_code(tmp_path: Path) -> None:
     assert not lines, out + err
     assert "AIOKafkaConsumer[bytes, bytes]" in out, out  # defaults (PEP 696)
     assert "AIOKafkaConsumer[bytes, Any]" in out, out  # json.loads
-    assert "AIOKafkaConsumer[Any | None, str]" in out, out  # lambda, bytes.decode
+    # lambda, bytes.decode (mypy 1.10 simplifies ``Any | None`` to ``Any``)
+    assert re.search(r"AIOKafkaConsumer\[Any( \| None)?, str\]", out), out
     assert status in (0, 1)  # reveal_type notes are not errors
