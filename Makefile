@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test venv kafka-jars test-kafka lint typecheck docs unit faults demo bench-records bench-consume bench-produce bench-spark clean matrix matrix-python matrix-oldest matrix-kafka
+.PHONY: test venv kafka-jars test-kafka lint typecheck docs unit faults demo bench-records bench-consume bench-produce bench-spark wheel-check clean matrix matrix-python matrix-oldest matrix-kafka
 
 venv: $(STAMP)
 
@@ -125,6 +125,12 @@ _DEMO_ENGINE_ARG := $(if $(DEMO_ENGINE),--engine $(lastword $(DEMO_ENGINE)))
 demo: venv
 	$(BIN)/python examples/demo.py $(if $(findstring --engine,$(DEMO_ARGS)),,$(_DEMO_ENGINE_ARG)) $(DEMO_ARGS)
 	$(BIN)/python examples/pipeline.py $(_DEMO_ENGINE_ARG) $(PIPELINE_ARGS)
+
+# The package as users get it (.ci/wheel-check): build the sdist and the wheel, twine check,
+# their files, then the wheel with its testing extra in a new virtualenv outside the checkout,
+# running the demo's consumer part and a few test files (about a minute with pip's cache).
+wheel-check: venv
+	PYTHON=$(BIN)/python bash .ci/wheel-check
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) .venv-matrix build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

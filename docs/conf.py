@@ -53,13 +53,16 @@ _UNDERLINES = {"=": "-", "-": "~"}
 
 def changelog_notes() -> str:
     """The unreleased notes of ``CHANGES/``, rendered by towncrier (as the project's
-    ``[tool.towncrier]`` says), one heading level down to sit inside the changelog page."""
+    ``[tool.towncrier]`` says), their headings below the changelog page's title (towncrier
+    is configured so; a top-level ``=`` heading would be moved one level down)."""
     out = subprocess.run(
         [sys.executable, "-m", "towncrier", "build", "--draft", "--version", release,
          "--date", "unreleased", "--dir", _ROOT],
         capture_output=True, text=True, check=True, cwd=_ROOT,
     ).stdout  # fmt: skip
     lines = out.splitlines()
+    if not any(line and set(line) == {"="} for line in lines):
+        return "\n".join(lines) + "\n"
     demoted = [
         _UNDERLINES[line[0]] * len(line)
         if line and line[0] in _UNDERLINES and set(line) == {line[0]}
@@ -69,9 +72,16 @@ def changelog_notes() -> str:
     return "\n".join(demoted) + "\n"
 
 
+_NOTES_HERE = ".. The notes are inserted here by docs/conf.py when the page is read."
+
+
 def _insert_changelog(_app: Any, docname: str, source: list[str]) -> None:
     if docname == "changelog":
-        source[0] += "\n" + changelog_notes()
+        notes = "\n" + changelog_notes()
+        if _NOTES_HERE in source[0]:
+            source[0] = source[0].replace(_NOTES_HERE, notes, 1)
+        else:
+            source[0] += notes
 
 
 def undocumented_public_names(documented: set[str]) -> list[str]:

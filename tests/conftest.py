@@ -64,10 +64,12 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 @pytest.fixture
 def collections() -> Iterator[list[int]]:
     """The generations the cyclic collector collects during the test, started enabled from
-    the application's usual threshold of 700 (its state is restored afterwards)."""
+    the interpreter's default threshold (its state is restored afterwards)."""
+    from rackafka.records._gc import DEFAULT_THRESHOLD
+
     enabled = gc.isenabled()
     threshold = gc.get_threshold()
-    gc.set_threshold(700, 10, 10)
+    gc.set_threshold(*DEFAULT_THRESHOLD)
     gc.collect()
     gc.enable()
     seen: list[int] = []

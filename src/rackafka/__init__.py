@@ -6,6 +6,7 @@ A drop-in for aiokafka's consumer, producer and admin client::
 """
 
 from rackafka import errors, structs
+from rackafka._aiokafka_alias import install_as_aiokafka
 from rackafka._version import __version__
 from rackafka.abc import ConsumerRebalanceListener
 from rackafka.admin.client import AIOKafkaAdminClient
@@ -36,5 +37,6 @@ __all__ = [
     "TopicPartition",
     "__version__",
     "errors",
+    "install_as_aiokafka",
     "structs",
 ]

@@ -179,9 +179,12 @@ def test_an_error_of_the_factory_is_not_taken_for_corrupt_data(n: int) -> None:
 
 @pytest.fixture
 def gc_restored() -> Any:
-    """Restore the collector's state whatever a test leaves it in."""
+    """Start from the default thresholds, no raise of rackafka's in force (a collection);
+    restore the collector's state whatever a test leaves it in."""
     enabled = gc.isenabled()
     threshold = gc.get_threshold()
+    gc.set_threshold(*_gc.DEFAULT_THRESHOLD)
+    gc.collect()
     yield
     gc.set_threshold(*threshold)
     if enabled:
@@ -223,8 +226,9 @@ def test_the_next_collection_waits_for_the_records_to_be_dropped(
     # The records (and their headers) are counted as young objects, far past 700,
     # yet no collection walked them: the threshold is raised by what was counted.
     raised = gc.get_threshold()
-    assert raised[0] >= 700 + 2 * 2000 and raised[1:] == (10, 10)
-    assert raised[0] <= 700 + _gc.MAX_RAISE
+    default = _gc.DEFAULT_THRESHOLD[0]
+    assert raised[0] >= default + 2 * 2000 and raised[1:] == (10, 10)
+    assert raised[0] <= default + _gc.MAX_RAISE
     assert collections == []
     # Another batch decoded meanwhile raises it from the application's threshold.
     batch.records()
@@ -232,12 +236,13 @@ def test_the_next_collection_waits_for_the_records_to_be_dropped(
     del records
     # The next collection gives the application its threshold back.
     gc.collect(0)
-    assert gc.get_threshold() == (700, 10, 10)
+    assert gc.get_threshold() == _gc.DEFAULT_THRESHOLD
 
 
 def test_the_application_s_collector_settings_are_kept(gc_restored: None) -> None:
     data = encode_batch([(TS, b"k%d" % i, b"v", [("h", b"x")]) for i in range(500)])
     (batch,) = iter_batches(data)
+    default = _gc.DEFAULT_THRESHOLD
     gc.collect()
     gc.enable()
     # A threshold of 0 (no automatic collection) stays 0.
@@ -245,19 +250,28 @@ def test_the_application_s_collector_settings_are_kept(gc_restored: None) -> Non
     batch.records()
     assert gc.get_threshold() == (0, 10, 10)
     # A disabled collector keeps its threshold.
-    gc.set_threshold(700, 10, 10)
+    gc.set_threshold(*default)
     gc.disable()
     batch.records()
-    assert gc.get_threshold() == (700, 10, 10) and not gc.isenabled()
-    # A threshold the application sets while a raised one is in force becomes the base.
+    assert gc.get_threshold() == default and not gc.isenabled()
+    # A threshold the application tuned is left as it is, even while a raised one of
+    # rackafka's is in force: the collector runs during the decoding.
     gc.enable()
     batch.records()
-    assert gc.get_threshold()[0] > 700
-    gc.set_threshold(5000, 10, 10)
-    batch.records()
-    assert gc.get_threshold()[0] > 5000
+    assert gc.get_threshold()[0] > default[0]
+    seen: list[bool] = []
+
+    def factory(*args: Any) -> tuple[Any, ...]:
+        seen.append(gc.isenabled())
+        return args
+
+    for tuned in [(5000, 10, 10), (default[0], 20, 10), (default[0], 10, 5)]:
+        gc.set_threshold(*tuned)
+        seen.clear()
+        batch.records(factory)
+        assert gc.get_threshold() == tuned and seen == [True] * 500
     gc.collect(0)
-    assert gc.get_threshold() == (5000, 10, 10)
+    assert gc.get_threshold() == (default[0], 10, 5)
 
 
 @pytest.mark.parametrize("n", [3, 100])

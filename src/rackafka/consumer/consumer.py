@@ -19,6 +19,7 @@ from rackafka.client import KafkaClient
 from rackafka.cluster import ClusterMetadata
 from rackafka.consumer._abandon import abandon_when_collected
 from rackafka.consumer._polling import polling
+from rackafka.consumer._start import settle_positions, wait_for_topics
 from rackafka.consumer.config import CONSUMER, FETCHER_SETTINGS, GROUP_SETTINGS, check_topics
 from rackafka.consumer.fetcher import (
     READ_COMMITTED,
@@ -245,7 +246,8 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
         self._retry_backoff = cfg["retry_backoff_ms"] / 1000
         self._max_poll_records = cfg["max_poll_records"]
         self._exclude_internal = cfg["exclude_internal_topics"]
-        self._subs = SubscriptionState(cfg["auto_offset_reset"])
+        # ``_subscription``: aiokafka's name, which frameworks' rebalance listeners read.
+        self._subs = self._subscription = SubscriptionState(cfg["auto_offset_reset"])
         self._group_id = group_id
         if group_id is not None:
             self._subs.initial_reset = COMMITTED
@@ -273,14 +275,14 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
     # -- lifecycle -------------------------------------------------------------
 
     async def start(self) -> None:
-        """Connect to the cluster, load metadata, wait for the subscribed topics (a broker
-        that creates topics on demand makes them) and their assignment, start fetching.
+        """Connect to the cluster, load metadata, wait for the subscribed or assigned topics
+        (a broker that creates topics on demand makes them) and the assignment, start fetching.
 
         Raises:
             KafkaConnectionError: no bootstrap server could be reached.
             AuthenticationFailedError: a broker refused the login or the TLS handshake
                 (also while waiting for the group's first assignment).
-            UnknownTopicOrPartitionError: a subscribed topic has no partitions after
+            UnknownTopicOrPartitionError: a subscribed or assigned topic has no partitions after
                 ``request_timeout_ms`` (with ``allow_auto_create_topics``, as aiokafka).
         """
         if self._closed:
@@ -299,6 +301,8 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
         self._parts: list[Any] = [self._client, self._fetcher]
         self._finalizer = abandon_when_collected(self, self._parts)
         self._started = True
+        if self._manual:  # assign() before start(): as aiokafka, wait for those topics
+            await self._wait_topics()
         if self._group_id is not None:
             membership = (
                 ConsumerGroupMember if self._group_protocol == "consumer" else GroupCoordinator
@@ -327,20 +331,20 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
                         raise failure
                     self._coordinator.polled()  # raises a fatal group error, if any
                 await self._coordinator.wait_for_listener(None)
+                await settle_positions(self._subs, self._fetcher.wakeup)
                 self._coordinator.polled()
                 return
         elif self._subs.topics or self._pattern is not None:  # subscribe() before start()
             self._client.add_topics(self._subs.topics)
             await self._wait_topics()
-            await self._client.refresh_metadata()
+            if self._pattern is not None or self._client.unknown_topics():  # (else just done)
+                await self._client.refresh_metadata()
             self._update_subscribed_assignment(self._client.cluster)
         self._fetcher.start()
+        await settle_positions(self._subs, self._fetcher.wakeup)
 
     async def _wait_topics(self) -> None:
-        # As aiokafka: the topics subscribed before start() (made now by a broker creating
-        # topics on demand) are waited for, so that they are assigned when it returns.
-        if self._client.allow_auto_topic_creation and self._pattern is None:
-            await self._client.wait_for_topics(self._subs.topics, self._request_timeout)
+        await wait_for_topics(self._client, self._subs, self._pattern, self._request_timeout)
 
     async def stop(self) -> None:
         """Stop fetching and close every connection."""
@@ -521,13 +525,16 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
         if self._coordinator is None and (self._subs.topics or self._pattern is not None):
             self._update_subscribed_assignment(cluster)
 
-    def _match_pattern(self) -> None:
-        """With a pattern subscription: the matching topics become the subscription."""
-        if self._pattern is not None:
-            cluster = self._client.cluster
-            self._subs.topics = {
-                t for t in cluster.topics(self._exclude_internal) if self._pattern.match(t)
-            }
+    def _match_pattern(self) -> bool:
+        """With a pattern subscription: the matching topics become the subscription (True);
+        False without one (the group then needs no metadata of every topic)."""
+        if self._pattern is None:
+            return False
+        cluster = self._client.cluster
+        self._subs.topics = {
+            t for t in cluster.topics(self._exclude_internal) if self._pattern.match(t)
+        }
+        return True
 
     def _group_assigned(self, assigned: set[TopicPartition], added: set[TopicPartition]) -> None:
         """The group coordinator's assignment (listeners are its business)."""

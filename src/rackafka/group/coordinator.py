@@ -160,6 +160,12 @@ class GroupCoordinator:
         return self.session.state
 
     @property
+    def member_id(self) -> str:
+        """The member id the coordinator gave this member (``""`` before the first join),
+        under aiokafka's name: frameworks' rebalance listeners log it."""
+        return self.session.state.member_id
+
+    @property
     def coordinator_id(self) -> int | None:
         """The coordinator's node (None while it is looked up)."""
         return self.session.coordinator_id

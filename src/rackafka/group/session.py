@@ -164,7 +164,8 @@ class GroupSession:
         self.heartbeat_interval = heartbeat_interval_ms / 1000
         #: The pauses between retries of group requests.
         self.retry = retry
-        #: Matches the subscription's pattern against the cluster's topics (None: no pattern).
+        #: Matches the subscription's pattern against the cluster's topics; returns whether
+        #: the consumer has a pattern subscription (None: it never has one).
         self.pattern = pattern
         self.state = GroupState()
         self.coordinator_id: int | None = None
@@ -365,7 +366,7 @@ class GroupSession:
         """The subscribed topics (the pattern matched again), known to metadata if they can
         be; remembered with their partition counts in :attr:`joined_topics`."""
         client = self.client
-        if self.pattern is not None:
+        if self.pattern is not None and self.pattern():  # (True: a pattern subscription)
             await client.fetch_all_metadata()
             self.pattern()
         topics = sorted(self.subs.topics)

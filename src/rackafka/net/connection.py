@@ -27,7 +27,7 @@ import struct
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from rackafka.errors import (
     AuthenticationFailedError,
@@ -544,8 +544,9 @@ class Connection(asyncio.BufferedProtocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         """asyncio: the connection (and its TLS handshake) is established."""
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # Not an isinstance check: other event loops' transports (uvloop's) have the
+        # methods of asyncio.Transport without deriving from it.
+        self._transport = cast("asyncio.Transport", transport)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         """asyncio: room for the next received bytes, in the frame buffers."""

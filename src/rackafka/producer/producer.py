@@ -56,6 +56,9 @@ _new_tuple = tuple.__new__
 _KEY_CACHE_SIZE = 10_000
 #: Clean-ups of producers collected without ``stop()`` (kept until they end).
 _ABANDONED: set[asyncio.Task[None]] = set()
+#: aiokafka's name (``aiokafka.producer.producer._missing``) for the "not given" default of
+#: ``acks``, which frameworks written for aiokafka pass on: the same object as ours.
+_missing = MISSING
 
 
 def _abandon(
