@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test venv kafka-jars test-kafka lint typecheck docs unit faults demo bench-records bench-consume bench-produce bench-spark wheel-check clean
+.PHONY: test venv kafka-jars test-kafka lint typecheck docs unit faults demo bench-records bench-consume bench-produce bench-spark wheel-check clean matrix matrix-python matrix-oldest matrix-kafka
 
 venv: $(STAMP)
 
@@ -56,6 +56,30 @@ test-kafka: venv
 	$(if $(KAFKA_VERSION),RACKAFKA_KAFKA_VERSION=$(KAFKA_VERSION)) $(MAKE) kafka-jars
 	$(if $(KAFKA_VERSION),RACKAFKA_KAFKA_VERSION=$(KAFKA_VERSION)) RACKAFKA_REQUIRE_KAFKA=1 \
 		$(BIN)/pytest -q -n 0 -p no:cacheprovider $(KAFKA_ESSENTIALS) $(PYTEST_ARGS)
+
+# The compatibility matrix (docs/testing.rst, "The CI matrix"; .ci/run runs `make matrix`):
+# the unit suite without tests/kafka and tests/spark on another Python (a virtualenv per
+# cell under .venv-matrix/, from pyenv's interpreter; a missing one fails), on the oldest
+# Python with the oldest dependency versions pyproject.toml allows, and the real-Kafka
+# essentials on the oldest and the newest supported Kafka release.
+#   make matrix-python PY=3.13    make matrix-oldest [PY=3.10]    make matrix-kafka
+MATRIX_PY_OLDEST ?= 3.10
+MATRIX_PY_NEWEST ?= 3.13
+MATRIX_KAFKA ?= 3.7.2 4.4.0
+_MATRIX_ENV = PYTEST_WORKERS=$(PYTEST_WORKERS) PYTEST_ARGS="$(PYTEST_ARGS)"
+matrix-python:
+	@test -n "$(PY)" || { echo "usage: make matrix-python PY=3.13" >&2; exit 2; }
+	$(_MATRIX_ENV) bash .ci/matrix python $(PY)
+
+matrix-oldest:
+	$(_MATRIX_ENV) bash .ci/matrix oldest $(or $(PY),$(MATRIX_PY_OLDEST))
+
+matrix-kafka: venv
+	set -e; for v in $(MATRIX_KAFKA); do $(MAKE) test-kafka KAFKA_VERSION=$$v; done
+
+matrix: matrix-oldest
+	$(MAKE) matrix-python PY=$(MATRIX_PY_NEWEST)
+	$(MAKE) matrix-kafka
 
 # Fault injection on real Kafka, the long version of tests/kafka/test_group_faults.py: each
 # scenario (classic cooperative-sticky, classic eager, KIP-848, transactional pipeline) runs
@@ -109,4 +133,4 @@ wheel-check: venv
 	PYTHON=$(BIN)/python bash .ci/wheel-check
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(BENCH_VENV) .venv-matrix build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

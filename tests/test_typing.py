@@ -4,6 +4,7 @@ deserializer, and ``--strict`` happy with a bare ``AIOKafkaConsumer`` annotation
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -55,9 +56,12 @@ def test_mypy_strict_accepts_aiokafka_style_code(tmp_path: Path) -> None:
             str(path),
         ]
     )
+    # mypy before 2.0 spells the same types "builtins.bytes" and "Union[Any, None]".
+    out = re.sub(r"Union\[([^\[\],]+), None\]", r"\1 | None", out.replace("builtins.", ""))
     lines = [line for line in out.splitlines() if "error" in line]
     assert not lines, out + err
     assert "AIOKafkaConsumer[bytes, bytes]" in out, out  # defaults (PEP 696)
     assert "AIOKafkaConsumer[bytes, Any]" in out, out  # json.loads
-    assert "AIOKafkaConsumer[Any | None, str]" in out, out  # lambda, bytes.decode
+    # lambda, bytes.decode (mypy 1.10 simplifies ``Any | None`` to ``Any``)
+    assert re.search(r"AIOKafkaConsumer\[Any( \| None)?, str\]", out), out
     assert status in (0, 1)  # reveal_type notes are not errors

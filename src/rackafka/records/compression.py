@@ -67,8 +67,9 @@ _XERIAL_BLOCK = 32 * 1024
 _I32 = struct.Struct(">i")
 _cramjam: ModuleType | None = None
 #: The LZ4 frame compression level of produced batches: 0, LZ4's fast mode (the frame
-#: format's default, which librdkafka and aiokafka use too).  :mod:`cramjam`'s own default
-#: is a high-compression level, about ten times slower for 1-3 % smaller batches.
+#: format's default, which librdkafka and aiokafka use too; the block compression of
+#: :mod:`cramjam` that :func:`compress` uses).  :mod:`cramjam`'s own frame default is a
+#: high-compression level, about ten times slower for 1-3 % smaller batches.
 LZ4_LEVEL = 0
 
 
@@ -99,12 +100,7 @@ def compress(codec: int, data: bytes) -> bytes:
     if codec == CODEC_SNAPPY:
         return _xerial_compress(data)
     if codec == CODEC_LZ4:
-        # Independent blocks and no content checksum, as Kafka's own writer frames them:
-        # Kafka's Java reader decompresses each block on its own, so linked blocks (the
-        # LZ4 frame default) would fail there for batches over one 64 KiB block.
-        lz4 = _codecs().lz4.Compressor(level=LZ4_LEVEL, content_checksum=False, block_linked=False)
-        lz4.compress(data)
-        return bytes(lz4.finish())
+        return _lz4_frame(data)
     if codec == CODEC_ZSTD:
         return bytes(_codecs().zstd.compress(data))
     raise UnsupportedCodecError(f"unknown compression codec {codec}")
@@ -187,6 +183,41 @@ def _bounded(decompress_into: Any, data: bytes, max_size: int, hint: int | None)
             return bytes(out)
         with memoryview(out) as view:
             return bytes(view[:n])
+
+
+#: The frame descriptor of produced LZ4 frames: version 1, independent blocks, no block or
+#: content checksum, no content size (FLG); 64 KiB blocks (BD).
+_LZ4_DESCRIPTOR = bytes((0x60, 0x40))
+_LZ4_BLOCK = 64 * 1024
+_LZ4_RAW_BLOCK = 0x80000000
+
+
+def _lz4_frame(data: bytes) -> bytes:
+    """An LZ4 frame of ``data`` as Kafka's own writer frames it.
+
+    Independent 64 KiB blocks and no content checksum: Kafka's Java reader decompresses
+    each block on its own, so linked blocks (the frame format's default) would fail there
+    for batches over one block.  The frame is built here from :mod:`cramjam`'s block
+    compression (LZ4's fast mode, :data:`LZ4_LEVEL`) rather than with its frame writer:
+    the builds of cramjam 2.11 and older flush a block for every 8 KiB their frame writer
+    is given, so their frames hold eight times as many blocks as they declare room for
+    (worse compression, and a size hint eight times too large for the reader).
+    """
+    compress_block = _codecs().lz4.compress_block
+    head = b"\x04\x22\x4d\x18" + _LZ4_DESCRIPTOR
+    parts = [head + bytes(((xxh32(_LZ4_DESCRIPTOR) >> 8) & 0xFF,))]
+    view = memoryview(data)
+    for start in range(0, len(data), _LZ4_BLOCK):
+        chunk = view[start : start + _LZ4_BLOCK]
+        block = compress_block(chunk, store_size=False)
+        if len(block) < len(chunk):
+            parts.append(_U32LE.pack(len(block)))
+            parts.append(bytes(block))
+        else:  # incompressible: stored as is, flagged by the size's high bit
+            parts.append(_U32LE.pack(len(chunk) | _LZ4_RAW_BLOCK))
+            parts.append(bytes(chunk))
+    parts.append(b"\x00\x00\x00\x00")  # the end mark
+    return b"".join(parts)
 
 
 def _zstd_content_size(data: bytes) -> int | None:

@@ -384,7 +384,7 @@ def load_librdkafka() -> Librdkafka:
         raise LibrdkafkaNotFoundError(
             "could not load a librdkafka that exports the mock-cluster API "
             f"(rd_kafka_mock_cluster_new); tried: {where}. The confluent-kafka wheels from PyPI "
-            f"bundle one: {INSTALL_HINT}; or point RACKAFKA_LIBRDKAFKA at a librdkafka >= 2.6"
+            f"bundle one: {INSTALL_HINT}; or point RACKAFKA_LIBRDKAFKA at a librdkafka >= 2.16"
         )
 
 
