@@ -212,10 +212,41 @@ async def test_expired_session_without_reauthentication_is_closed_by_the_front()
             # Stop the renewal, wait past the session, and ask for something.
             assert conn._reauth is not None
             conn._reauth.cancel()
+            conn._reauth_due = None
             await asyncio.sleep(0.5)
             with pytest.raises(KafkaConnectionError):
                 await conn.request(METADATA, METADATA.Request(topics=[]), timeout=5)
             assert c.front.stats.protocol_violations == 1
+        finally:
+            await conn.aclose()
+
+
+async def test_a_request_after_a_late_renewal_timer_reauthenticates_first() -> None:
+    """KIP-368 on a busy event loop: the renewal timer has not run yet when the session
+    is over; a request sent then waits for a new session instead of reaching the broker
+    outside one (a real broker closes the connection)."""
+    from rackafka.net.connection import Connection
+    from rackafka.net.security import SecurityConfig
+    from rackafka.protocol.apis.metadata import METADATA
+
+    async with EmbeddedCluster(
+        brokers=1, security_protocol="SASL_PLAINTEXT", users=USERS, session_lifetime_ms=300
+    ) as c:
+        host, port = c.front.address_of(1)
+        security = SecurityConfig.create(
+            security_protocol="SASL_PLAINTEXT",
+            sasl_plain_username="alice",
+            sasl_plain_password=PASSWORD,
+        )
+        conn = await Connection.open(host, port, security=security)
+        try:
+            assert conn._reauth is not None
+            conn._reauth.cancel()  # the timer runs late: it has not fired yet
+            await asyncio.sleep(0.5)  # past the session
+            before = conn.authentications
+            await conn.request(METADATA, METADATA.Request(topics=[]), timeout=5)
+            assert conn.authentications == before + 1
+            assert c.front.stats.protocol_violations == 0
         finally:
             await conn.aclose()
 

@@ -150,6 +150,8 @@ class Connection(asyncio.BufferedProtocol):
         self.authentications = 0
         #: When the broker's SASL session ends (``time.monotonic()``), or ``None``.
         self.session_expires_at: float | None = None
+        #: When the next re-authentication is due (its timer may run late on a busy loop).
+        self._reauth_due: float | None = None
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -320,7 +322,7 @@ class Connection(asyncio.BufferedProtocol):
         mechanism = self.security.mechanism(self.host)
         assert mechanism is not None
         again = self.authentications > 0
-        held: list[bytes | bytearray] = []
+        held: list[bytes | bytearray] = self._held if self._held is not None else []
         self._held = held
         try:
             lifetime_ms = await self._sasl_exchange(mechanism)
@@ -336,9 +338,11 @@ class Connection(asyncio.BufferedProtocol):
             lifetime = lifetime_ms / 1000
             self.session_expires_at = time.monotonic() + lifetime
             delay = lifetime * random.uniform(*_REAUTH_AT)
+            self._reauth_due = time.monotonic() + delay
             self._reauth = asyncio.get_running_loop().call_later(delay, self._start_reauth)
         else:
             self.session_expires_at = None
+            self._reauth_due = None
 
     async def _sasl_exchange(self, mechanism: SaslMechanism) -> int:
         """Carry one exchange of ``mechanism`` (SaslHandshake v1, SaslAuthenticate v0-2).
@@ -394,8 +398,15 @@ class Connection(asyncio.BufferedProtocol):
         return max(0, int(lifetime))
 
     def _start_reauth(self) -> None:
+        if self._reauth is not None:
+            self._reauth.cancel()
         self._reauth = None
+        self._reauth_due = None
         if self._closed is None:
+            # Requests sent from now on wait for the new session (held at once, before
+            # the task runs), as Java's client holds them while it re-authenticates.
+            if self._held is None:
+                self._held = []
             self._reauth_task = asyncio.get_running_loop().create_task(self._reauthenticate())
 
     async def _reauthenticate(self) -> None:
@@ -457,6 +468,11 @@ class Connection(asyncio.BufferedProtocol):
             self._waiters[corr] = (fut, api, version)
         else:
             fut.set_result(None)
+        due = self._reauth_due
+        if due is not None and not unheld and time.monotonic() >= due:
+            # The timer is late (a busy event loop): re-authenticate first, so that no
+            # request reaches the broker after the session it was granted.
+            self._start_reauth()
         try:
             if self._held is not None and not unheld:
                 self._held.extend((frame,) if writes is None else writes)
