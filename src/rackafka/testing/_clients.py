@@ -275,9 +275,22 @@ class ClientPool:
         return self.admin().list_topics(timeout=timeout)
 
     def describe_cluster(self, timeout: float = 30.0) -> Any:
-        """``AdminClient.describe_cluster`` result (nodes with racks, controller)."""
-        future = self.admin().describe_cluster(request_timeout=timeout)
-        return future.result()
+        """``AdminClient.describe_cluster`` result (nodes with racks, controller).
+
+        Asked again (at most 3 times) when librdkafka fails it with ``_DESTROY_BROKER``: it
+        retires its bootstrap broker handles once metadata names the brokers, failing a
+        request in flight on one (seen right after a cluster's start)."""
+        for attempt in range(3):
+            future = self.admin().describe_cluster(request_timeout=timeout)
+            try:
+                return future.result()
+            except Exception as exc:
+                err = exc.args[0] if exc.args else None
+                name = getattr(err, "name", None)
+                if attempt == 2 or not callable(name) or name() != "_DESTROY_BROKER":
+                    raise
+                time.sleep(0.2)
+        raise AssertionError("unreachable")
 
     def producer(self, conf: dict[str, Any]) -> Any:
         """A cached producer for this configuration."""
