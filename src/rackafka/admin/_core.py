@@ -17,6 +17,7 @@ from rackafka.admin.responses import (
 from rackafka.client import KafkaClient
 from rackafka.errors import (
     BrokerNotAvailableError,
+    BrokerResponseError,
     IllegalStateError,
     KafkaConnectionError,
     KafkaError,
@@ -24,10 +25,12 @@ from rackafka.errors import (
     KafkaTimeoutError,
     NotControllerError,
     UnknownTopicOrPartitionError,
+    for_code,
     is_retriable,
 )
 from rackafka.protocol.apis.metadata import METADATA
 from rackafka.protocol.schema import Api
+from rackafka.structs import TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -197,3 +200,29 @@ class AdminCore:
                 log.debug("metadata of %s still lags the controller", sorted(topics))
                 return
             await asyncio.sleep(wait)
+
+    async def _settle_partitions(
+        self, answers: list[Any], what: str, accept: Callable[[TopicPartition, Any], None]
+    ) -> None:
+        """Walk the per-leader answers of a per-partition request (``asyncio.gather`` with
+        ``return_exceptions``): ``accept(tp, partition)`` for each partition answered
+        without error; then raise the worst error seen (a non-retriable one wins over a
+        retriable one), after a metadata refresh when it says the metadata is stale."""
+        first: BaseException | None = None
+        for answer in answers:
+            if isinstance(answer, BaseException):
+                first = first or answer
+                continue
+            for t in answer.topics:
+                for p in t.partitions:
+                    tp = TopicPartition(t.name, p.partition_index)
+                    if p.error_code:
+                        err = for_code(p.error_code)(f"{what}: partition {tp}")
+                        if first is None or (is_retriable(first) and not is_retriable(err)):
+                            first = err
+                    else:
+                        accept(tp, p)
+        if first is not None:
+            if isinstance(first, BrokerResponseError) and first.invalid_metadata:
+                await self._refresh()
+            raise first

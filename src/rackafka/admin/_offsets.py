@@ -12,12 +12,10 @@ from rackafka.admin import _checks as check
 from rackafka.admin._group_core import GroupCore, check_coordinator, check_group_id
 from rackafka.admin.offset_spec import ListOffsetsResultInfo, OffsetSpec
 from rackafka.errors import (
-    BrokerResponseError,
     LeaderNotAvailableError,
     UnknownTopicOrPartitionError,
     UnsupportedVersionError,
     for_code,
-    is_retriable,
 )
 from rackafka.protocol.apis.list_offsets import LIST_OFFSETS, MAX_TIMESTAMP
 from rackafka.protocol.apis.offset_commit import OFFSET_COMMIT
@@ -135,26 +133,13 @@ class OffsetsAdmin(GroupCore):
         answers = await asyncio.gather(
             *(ask(n, topics) for n, topics in by_leader.items()), return_exceptions=True
         )
-        first: BaseException | None = None
-        for answer in answers:
-            if isinstance(answer, BaseException):
-                first = first or answer
-                continue
-            for t in answer.topics:
-                for p in t.partitions:
-                    tp = TopicPartition(t.name, p.partition_index)
-                    if p.error_code:
-                        err = for_code(p.error_code)(f"list_offsets: partition {tp}")
-                        # A non-retriable error wins over a retriable one.
-                        if first is None or (is_retriable(first) and not is_retriable(err)):
-                            first = err
-                    elif tp in pending:
-                        epoch = p.leader_epoch if p.leader_epoch >= 0 else None
-                        done[tp] = ListOffsetsResultInfo(p.offset, p.timestamp, epoch)
-        if first is not None:
-            if isinstance(first, BrokerResponseError) and first.invalid_metadata:
-                await self._refresh()
-            raise first
+
+        def accept(tp: TopicPartition, p: Any) -> None:
+            if tp in pending:
+                epoch = p.leader_epoch if p.leader_epoch >= 0 else None
+                done[tp] = ListOffsetsResultInfo(p.offset, p.timestamp, epoch)
+
+        await self._settle_partitions(answers, "list_offsets", accept)
 
     async def _partition_leaders(
         self, partitions: Mapping[TopicPartition, Any]

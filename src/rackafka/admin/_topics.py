@@ -18,11 +18,9 @@ from rackafka.admin.responses import (
     TopicErrorCode,
 )
 from rackafka.errors import (
-    BrokerResponseError,
     LeaderNotAvailableError,
     UnknownTopicOrPartitionError,
     for_code,
-    is_retriable,
 )
 from rackafka.protocol.apis.create_partitions import CREATE_PARTITIONS
 from rackafka.protocol.apis.create_topics import CREATE_TOPICS
@@ -318,22 +316,8 @@ class TopicsAdmin(AdminCore):
         answers = await asyncio.gather(
             *(ask(n, topics) for n, topics in by_leader.items()), return_exceptions=True
         )
-        first: BaseException | None = None
-        for answer in answers:
-            if isinstance(answer, BaseException):
-                first = first or answer
-                continue
-            for t in answer.topics:
-                for p in t.partitions:
-                    tp = TopicPartition(t.name, p.partition_index)
-                    if p.error_code:
-                        err = for_code(p.error_code)(f"DeleteRecords: {tp}")
-                        # A non-retriable error wins over a retriable one.
-                        if first is None or (is_retriable(first) and not is_retriable(err)):
-                            first = err
-                    else:
-                        done[tp] = p.low_watermark
-        if first is not None:
-            if isinstance(first, BrokerResponseError) and first.invalid_metadata:
-                await self._refresh()
-            raise first
+
+        def accept(tp: TopicPartition, p: Any) -> None:
+            done[tp] = p.low_watermark
+
+        await self._settle_partitions(answers, "DeleteRecords", accept)
