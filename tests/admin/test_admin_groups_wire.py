@@ -7,7 +7,6 @@ per-partition errors come back, what is retried. The real-Kafka tier
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -38,24 +37,6 @@ from rackafka.structs import OffsetAndMetadata, TopicPartition
 from rackafka.testing.fake_broker import FakeBroker, FakeRequest
 
 TP0, TP1 = TopicPartition("t", 0), TopicPartition("t", 1)
-
-
-@pytest.fixture
-async def broker() -> AsyncIterator[FakeBroker]:
-    async with FakeBroker(node_id=1, rack="az-a", topics={"t": 2}) as b:
-        yield b
-
-
-@pytest.fixture
-async def admin(broker: FakeBroker) -> AsyncIterator[AIOKafkaAdminClient]:
-    client = AIOKafkaAdminClient(
-        bootstrap_servers=broker.bootstrap_servers, request_timeout_ms=3000, retry_backoff_ms=10
-    )
-    await client.start()
-    try:
-        yield client
-    finally:
-        await client.close()
 
 
 # -- arguments -----------------------------------------------------------------------------

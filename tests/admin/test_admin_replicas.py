@@ -6,7 +6,6 @@ authority on behaviour; these pin the edges a real broker seldom gives."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -137,24 +136,6 @@ def test_alter_config_op_checks_its_arguments() -> None:
 
 
 # -- on the fake broker --------------------------------------------------------------------
-
-
-@pytest.fixture
-async def broker() -> AsyncIterator[FakeBroker]:
-    async with FakeBroker(node_id=1, rack="az-a", topics={"t": 2}) as b:
-        yield b
-
-
-@pytest.fixture
-async def admin(broker: FakeBroker) -> AsyncIterator[AIOKafkaAdminClient]:
-    client = AIOKafkaAdminClient(
-        bootstrap_servers=broker.bootstrap_servers, request_timeout_ms=3000, retry_backoff_ms=10
-    )
-    await client.start()
-    try:
-        yield client
-    finally:
-        await client.close()
 
 
 def partitions_answer(codes: dict[TopicPartition, int]) -> dict[str, Any]:

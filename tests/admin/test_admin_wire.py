@@ -6,7 +6,6 @@ come back, what is retried and what is raised. The real-Kafka tier
 from __future__ import annotations
 
 import struct
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -28,24 +27,6 @@ from rackafka.protocol import frames
 from rackafka.protocol.registry import API_BY_KEY
 from rackafka.structs import TopicPartition
 from rackafka.testing.fake_broker import FakeBroker, FakeRequest
-
-
-@pytest.fixture
-async def broker() -> AsyncIterator[FakeBroker]:
-    async with FakeBroker(node_id=1, rack="az-a", topics={"t": 2}) as b:
-        yield b
-
-
-@pytest.fixture
-async def admin(broker: FakeBroker) -> AsyncIterator[AIOKafkaAdminClient]:
-    client = AIOKafkaAdminClient(
-        bootstrap_servers=broker.bootstrap_servers, request_timeout_ms=3000, retry_backoff_ms=10
-    )
-    await client.start()
-    try:
-        yield client
-    finally:
-        await client.close()
 
 
 def truncated(api_name: str, response: dict[str, Any]) -> Any:
