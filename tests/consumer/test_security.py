@@ -189,41 +189,12 @@ async def test_reauthentication_across_session_lifetimes_exactly_once(mechanism:
             assert tokens.calls == stats.total_authentications + stats.total_reauthentications
 
 
-async def test_expired_session_without_reauthentication_is_closed_by_the_front() -> None:
-    """The front enforces lifetimes: a client that does not re-authenticate (librdkafka
-    with SaslAuthenticate v0 would not) is disconnected; rackafka keeps its sessions
-    alive, which the test above shows.  Here a raw connection checks the enforcement."""
-    from rackafka.net.connection import Connection
-    from rackafka.net.security import SecurityConfig
-    from rackafka.protocol.apis.metadata import METADATA
-
-    async with EmbeddedCluster(
-        brokers=1, security_protocol="SASL_PLAINTEXT", users=USERS, session_lifetime_ms=300
-    ) as c:
-        host, port = c.front.address_of(1)
-        security = SecurityConfig.create(
-            security_protocol="SASL_PLAINTEXT",
-            sasl_plain_username="alice",
-            sasl_plain_password=PASSWORD,
-        )
-        conn = await Connection.open(host, port, security=security)
-        try:
-            assert conn.session_expires_at is not None
-            # Stop the renewal, wait past the session, and ask for something.
-            assert conn._reauth is not None
-            conn._reauth.cancel()
-            conn._reauth_due = None
-            await asyncio.sleep(0.5)
-            with pytest.raises(KafkaConnectionError):
-                await conn.request(METADATA, METADATA.Request(topics=[]), timeout=5)
-            assert c.front.stats.protocol_violations == 1
-        finally:
-            await conn.aclose()
-
-
-async def test_a_request_after_a_late_renewal_timer_reauthenticates_first() -> None:
-    """KIP-368 on a busy event loop: the renewal timer has not run yet when the session
-    is over; a request sent then waits for a new session instead of reaching the broker
+@pytest.mark.parametrize("renewal", ["stopped", "late"])
+async def test_a_request_after_the_session(renewal: str) -> None:
+    """KIP-368. ``stopped``: the front enforces lifetimes: a client that does not
+    re-authenticate (librdkafka with SaslAuthenticate v0 would not) is disconnected.
+    ``late``: on a busy event loop the renewal timer has not run yet when the session is
+    over; a request sent then waits for a new session instead of reaching the broker
     outside one (a real broker closes the connection)."""
     from rackafka.net.connection import Connection
     from rackafka.net.security import SecurityConfig
@@ -240,13 +211,22 @@ async def test_a_request_after_a_late_renewal_timer_reauthenticates_first() -> N
         )
         conn = await Connection.open(host, port, security=security)
         try:
+            assert conn.session_expires_at is not None
             assert conn._reauth is not None
-            conn._reauth.cancel()  # the timer runs late: it has not fired yet
+            conn._reauth.cancel()  # the timer has not fired (yet)
+            if renewal == "stopped":
+                conn._reauth_due = None  # and nothing renews the session
             await asyncio.sleep(0.5)  # past the session
             before = conn.authentications
-            await conn.request(METADATA, METADATA.Request(topics=[]), timeout=5)
-            assert conn.authentications == before + 1
-            assert c.front.stats.protocol_violations == 0
+            request = conn.request(METADATA, METADATA.Request(topics=[]), timeout=5)
+            if renewal == "stopped":
+                with pytest.raises(KafkaConnectionError):
+                    await request
+                assert c.front.stats.protocol_violations == 1
+            else:
+                await request
+                assert conn.authentications == before + 1
+                assert c.front.stats.protocol_violations == 0
         finally:
             await conn.aclose()
 
