@@ -60,3 +60,25 @@ def await_leaders_seen(
             return False
         pending = still
         time.sleep(0.1)
+
+
+def describe_leader_views(
+    brokers: Iterable[tuple[str, int]], wanted: Mapping[str, Mapping[int, int]]
+) -> dict[str, object]:
+    """For an error message: where each broker's view differs from ``wanted``
+    (``host:port`` -> {topic: {partition: leader seen}}, or the error asking it)."""
+    views: dict[str, object] = {}
+    for host, port in brokers:
+        try:
+            off = {}
+            for topic, parts in wanted.items():
+                seen = leaders_seen_by(host, port, topic)
+                wrong = {p: seen.get(p) for p, leader in parts.items() if seen.get(p) != leader}
+                if wrong:
+                    off[topic] = wrong
+        except OSError as exc:
+            views[f"{host}:{port}"] = repr(exc)
+            continue
+        if off:
+            views[f"{host}:{port}"] = off
+    return views

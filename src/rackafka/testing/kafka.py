@@ -40,7 +40,7 @@ from ._base import (
     check_layout,
 )
 from ._clients import ClientPool
-from ._kafka_metadata import await_leaders_seen
+from ._kafka_metadata import await_leaders_seen, describe_leader_views
 from ._kafka_nodes import _Node, _port_free, _Processes, signal_node, stop_processes
 from ._security import SASL_MECHANISMS, SECURITY_PROTOCOLS
 from .compose import _FAULT_INJECTION_METHODS, _WithoutFaultInjection
@@ -943,32 +943,35 @@ class KafkaCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _StatefulLifecy
             self.thaw_broker(broker_id, wait=wait)
 
     def _elect_preferred(self, broker_id: int, deadline: float) -> None:
+        """Make ``broker_id`` lead its preferred partitions again, as every live broker sees
+        it. Asks again while it does not show: leadership can move once more after a thaw
+        (the broker fenced again), and the broker that answers a metadata request may be
+        behind the others, so no single answer ends the loop."""
         ck = __import__("confluent_kafka", fromlist=["TopicPartition", "ElectionType"])
         while True:
-            wanted = [
-                ck.TopicPartition(t, info.partition)
+            mine = {
+                t: {i.partition: broker_id for i in self._read_partitions(t)
+                    if tuple(i.replicas[:1]) == (broker_id,)}
                 for t in self._topics
-                for info in self._read_partitions(t)
-                if info.replicas and info.replicas[0] == broker_id and info.leader != broker_id
-            ]
-            if not wanted:
-                # Every live broker must see it too, not only the one that answered.
-                mine = {
-                    t: {i.partition: broker_id for i in self._read_partitions(t)
-                        if tuple(i.replicas[:1]) == (broker_id,)}
-                    for t in self._topics
-                }  # fmt: skip
-                gone = self._down | self.frozen_brokers
-                live = [(b.host, b.port) for n, b in self._brokers.items() if n not in gone]
-                if await_leaders_seen(live, mine, deadline):
-                    return
-                raise KafkaClusterError(f"not every broker sees broker {broker_id} lead again")
-            try:
-                self._clients().admin().elect_leaders(ck.ElectionType.PREFERRED, wanted).result()
-            except Exception as exc:  # ELECTION_NOT_NEEDED etc.: check again
-                log.debug("preferred leader election: %s", exc)
+            }  # fmt: skip
+            gone = self._down | self.frozen_brokers
+            live = [(b.host, b.port) for n, b in self._brokers.items() if n not in gone]
+            if await_leaders_seen(live, mine, time.monotonic()):  # one look
+                return
+            wanted = [ck.TopicPartition(t, p) for t, parts in mine.items() for p in parts]
+            if wanted:
+                try:
+                    admin = self._clients().admin()
+                    admin.elect_leaders(ck.ElectionType.PREFERRED, wanted).result()
+                except Exception as exc:  # ELECTION_NOT_NEEDED etc.: check again
+                    log.debug("preferred leader election: %s", exc)
+            if await_leaders_seen(live, mine, min(deadline, time.monotonic() + 5.0)):
+                return
             if time.monotonic() >= deadline:
-                raise KafkaClusterError(f"broker {broker_id} did not get its leaders back")
+                views = describe_leader_views(live, mine)
+                raise KafkaClusterError(
+                    f"not every broker sees broker {broker_id} lead again: {views}"
+                )
             time.sleep(0.2)
 
     def restart_broker(self, broker_id: int, *, kill: bool = False) -> None:
