@@ -768,6 +768,68 @@ def test_a_collector_the_process_disabled_stays_disabled(cluster: EmbeddedCluste
         gc.enable()
 
 
+@pytest.mark.parametrize("how", ["tuned", "RACKAFKA_DEFER_GC=0"])
+def test_a_collector_the_process_tuned_or_kept_is_left_alone(
+    how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rackafka.records import _gc
+    from rackafka.spark import reader
+
+    before = gc.get_threshold()
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        if how == "tuned":
+            gc.set_threshold(5000, 20, 20)
+        else:
+            monkeypatch.setattr(_gc, "enabled", False)
+        collector = reader._Collector()
+        assert gc.isenabled()
+        collector.tick()
+        collector.restore()
+        assert gc.isenabled()
+        assert gc.get_threshold() == ((5000, 20, 20) if how == "tuned" else before)
+    finally:
+        gc.set_threshold(*before)
+        if not was:
+            gc.disable()
+
+
+def test_the_paused_collector_collects_young_garbage_after_half_a_second(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """However slow the rounds (a long poll), garbage waits about as long as under the
+    decoder's own pause, not :data:`_GC_YOUNG_EVERY` rounds."""
+    import weakref
+
+    from rackafka.records import _gc
+    from rackafka.spark import reader
+
+    class Node:
+        def __init__(self) -> None:
+            self.me = self
+
+    clock = [1000.0]
+    monkeypatch.setattr(reader.time, "monotonic", lambda: clock[0])
+    freed: list[str] = []
+    was = gc.isenabled()
+    gc.enable()
+    collector = reader._Collector()
+    try:
+        node = Node()
+        weakref.finalize(node, freed.append, "node")
+        del node
+        collector.tick()  # round 1, at once: nothing collected
+        assert freed == []
+        clock[0] += _gc.MAX_SECONDS
+        collector.tick()  # round 2, half a second later
+        assert freed == ["node"]
+    finally:
+        collector.restore()
+        if not was:
+            gc.disable()
+
+
 def test_the_paused_collector_still_frees_cycles() -> None:
     """Memory stays bounded: cycles die at the quiet points, in the young generations and,
     for those that lived long enough to be old, at the full collections."""

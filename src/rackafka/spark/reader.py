@@ -24,6 +24,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from rackafka.errors import KafkaError, KafkaTimeoutError, OffsetOutOfRangeError
+from rackafka.records import _gc
 from rackafka.spark._runs import cut_pieces, pieces_to_batches
 from rackafka.spark.options import (
     CLIENT_RACK_ENV,
@@ -474,16 +475,20 @@ class _Collector:
     is built; a collection that runs while they exist walks every one of them (about
     0.1 us a record, a tenth of the task's work). Paused, the collector instead runs at
     the task's quiet points (:meth:`tick`, after each ``getmany`` and the batch built of
-    its records): the young generations every :data:`_GC_YOUNG_EVERY` rounds, everything
-    every :data:`_GC_FULL_EVERY`, so that memory stays bounded. A collector the process had
-    disabled stays disabled.
+    its records): the young generations every :data:`_GC_YOUNG_EVERY` rounds or
+    :data:`rackafka.records._gc.MAX_SECONDS`, whichever comes first, everything every
+    :data:`_GC_FULL_EVERY` rounds, so that memory stays bounded and garbage another thread
+    makes waits about as long as under the decoder's own pause. Left exactly as it is: a
+    collector the process disabled or tuned (thresholds other than the interpreter's
+    default), and any collector with ``RACKAFKA_DEFER_GC=0``.
     """
 
-    __slots__ = ("paused", "rounds")
+    __slots__ = ("last", "paused", "rounds")
 
     def __init__(self) -> None:
-        self.paused = gc.isenabled()
+        self.paused = _gc.enabled and gc.isenabled() and gc.get_threshold() == _gc.DEFAULT_THRESHOLD
         self.rounds = 0
+        self.last = time.monotonic()
         if self.paused:
             gc.disable()
 
@@ -491,10 +496,14 @@ class _Collector:
         if not self.paused:
             return
         self.rounds += 1
+        now = time.monotonic()
         if self.rounds % _GC_FULL_EVERY == 0:
             gc.collect()
-        elif self.rounds % _GC_YOUNG_EVERY == 0:
+        elif self.rounds % _GC_YOUNG_EVERY == 0 or now - self.last >= _gc.MAX_SECONDS:
             gc.collect(1)
+        else:
+            return
+        self.last = time.monotonic()
 
     def restore(self) -> None:
         if self.paused:
