@@ -332,12 +332,16 @@ class KafkaClient:
             self._refresh.add_done_callback(_consume_refresh_error)
         return self._refresh
 
-    async def refresh_metadata(self) -> None:
-        """Refresh metadata now (coalesced with any refresh in flight).
+    async def refresh_metadata(self, *, at_once: bool = False) -> None:
+        """Refresh metadata (coalesced with any refresh in flight), after the pause that
+        refreshes in a row take; ``at_once``: without that pause, for a caller that asks
+        once per event that is itself paced (a group leader, once per rebalance).
 
         Raises:
             KafkaConnectionError: no broker could answer.
         """
+        if at_once and (self._refresh is None or self._refresh.done()):
+            self._next_refresh_at = 0.0
         await asyncio.shield(self.request_update())
 
     async def wait_for_topics(self, topics: Iterable[str], timeout: float) -> None:

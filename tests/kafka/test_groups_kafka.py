@@ -381,3 +381,56 @@ async def test_kip848_static_member_restarts_and_a_duplicate_is_refused(
         for m in (a, b, a2, dup):
             if m is not None:
                 await m.stop()
+
+
+async def test_the_leader_watches_every_members_topics(kafka: KafkaCluster) -> None:
+    """As Java's leader: partitions added to a topic only another member subscribes to make
+    the leader join again and assign them (the other member sees no change of its own
+    subscription, and does not lead)."""
+    from rackafka.admin import AIOKafkaAdminClient, NewPartitions
+
+    first, second = unique("lead-a"), unique("lead-b")
+    kafka.create_topic(first, 2, 1)
+    kafka.create_topic(second, 2, 1)
+    group = unique("g-lead")
+    a = member(kafka, group, metadata_max_age_ms=500)
+    a.subscribe([first])
+    await a.start()
+    b = member(kafka, group, metadata_max_age_ms=500)
+    b.subscribe([second])
+    await b.start()
+    polls = [asyncio.create_task(poll_forever(c)) for c in (a, b)]
+    admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers)
+    await admin.start()
+    try:
+        await wait_for(
+            lambda: (
+                set(a.assignment()) | set(b.assignment())
+                == {TopicPartition(t, p) for t in (first, second) for p in (0, 1)}
+            ),
+            "both topics assigned",
+        )
+        leader, other, other_topic = (a, b, second) if leads(a) else (b, a, first)
+        assert leads(leader) and not leads(other)
+        await admin.create_partitions({other_topic: NewPartitions(total_count=3)})
+        await wait_for(
+            lambda: TopicPartition(other_topic, 2) in other.assignment(),
+            f"the new partition of {other_topic} assigned to the member subscribing to it",
+        )
+    finally:
+        for t in polls:
+            t.cancel()
+        await asyncio.gather(*polls, return_exceptions=True)
+        await admin.close()
+        await asyncio.gather(a.stop(), b.stop())
+
+
+def leads(consumer: AIOKafkaConsumer) -> bool:
+    coordinator = consumer._coordinator
+    assert coordinator is not None
+    return bool(coordinator.session.state.is_leader)
+
+
+async def poll_forever(consumer: AIOKafkaConsumer) -> None:
+    while True:
+        await consumer.getmany(timeout_ms=200)

@@ -91,12 +91,19 @@ class ClassicProtocol:
         if session.pattern is not None:
             session.pattern()
         current = {t: len(cluster.partitions_for_topic(t) or ()) for t in session.subs.topics}
+        leading = session.state.is_leader
+        if leading and session.assigned_topics:
+            counts = session.assigned_topics
+            if any(len(cluster.partitions_for_topic(t) or ()) != n for t, n in counts.items()):
+                log.info("group %s: partition counts changed, rejoining", session.group_id)
+                session.rejoin_soon()
+                return
         if current == session.joined_topics:
             return
         if set(current) != set(session.joined_topics):
             log.info("group %s: subscribed topics changed, rejoining", session.group_id)
             session.rejoin_soon()
-        elif session.state.is_leader:
+        elif leading:
             # As Java: the leader, who assigned the partitions it knew of, joins again when
             # a topic's partition count changes (one rebalance, not one per member).
             log.info("group %s: partition counts changed, rejoining", session.group_id)
@@ -334,10 +341,16 @@ class ClassicProtocol:
             )
             all_topics.update(sub.topics)
         client = session.client
+        # The leader assigns from fresh metadata (one request per rebalance, without the
+        # pause of refreshes in a row), and, as Java's, watches every member's topics
+        # afterwards: a change of their partition counts makes it join again (on_metadata).
         client.add_topics(all_topics)
         with contextlib.suppress(KafkaError):
-            await client.refresh_metadata()
+            await client.refresh_metadata(at_once=True)
         cluster = client.cluster
+        session.assigned_topics = {
+            t: len(cluster.partitions_for_topic(t) or ()) for t in sorted(all_topics)
+        }
         partitions = {
             t: [
                 PartitionReplicas(p, list(info.replicas))

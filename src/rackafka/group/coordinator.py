@@ -502,6 +502,7 @@ class GroupCoordinator:
         session.end_rebalance()
         session.left.set()
         session.joined_topics = {}
+        session.assigned_topics = {}
         self.offsets.committed.clear()
         self._poll_timed_out = False
         session.need_rejoin = True  # whenever a subscription comes back

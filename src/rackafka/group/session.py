@@ -187,6 +187,9 @@ class GroupSession:
         self.fenced: FencedInstanceIdError | None = None
         #: The topics (and their partition counts) of the last join.
         self.joined_topics: dict[str, int] = {}
+        #: As leader: every member's topics and the partition counts it assigned from
+        #: (a change makes it join again, as Java's leader watches the group's topics).
+        self.assigned_topics: dict[str, int] = {}
         self.rebalances = 0
         #: A join round is under way: from its start (revocation, JoinGroup) until the
         #: assignment it brought is taken (or the member gives the group up).

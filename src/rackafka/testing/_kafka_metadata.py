@@ -34,6 +34,33 @@ def leaders_seen_by(host: str, port: int, topic: str, timeout: float = 5.0) -> d
     return {}
 
 
+def brokers_seen_by(host: str, port: int, timeout: float = 5.0) -> set[int]:
+    """Ids of the brokers that the broker at ``host:port`` names in its Metadata."""
+    request = METADATA.Request(topics=[], allow_auto_topic_creation=False)
+    frame = frames.encode_request(METADATA, _VERSION, 1, "rackafka-testing", request)
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.sendall(frame)
+        size = struct.unpack(">i", _recv_exact(sock, 4))[0]
+        body = _recv_exact(sock, size)
+    response = frames.decode_response(METADATA, _VERSION, body)
+    return {b.node_id for b in response.brokers}
+
+
+def brokers_not_seeing(brokers: Mapping[int, tuple[str, int]], wanted: set[int]) -> dict[int, str]:
+    """Of ``brokers`` (id -> address), those whose own Metadata does not name every broker
+    of ``wanted`` yet: id -> what it sees (or the error asking it)."""
+    behind: dict[int, str] = {}
+    for node_id, (host, port) in brokers.items():
+        try:
+            seen = brokers_seen_by(host, port)
+        except OSError as exc:
+            behind[node_id] = repr(exc)
+            continue
+        if not wanted <= seen:
+            behind[node_id] = f"sees {sorted(seen)}"
+    return behind
+
+
 def await_leaders_seen(
     brokers: Iterable[tuple[str, int]],
     wanted: Mapping[str, Mapping[int, int]],

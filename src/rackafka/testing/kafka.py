@@ -40,7 +40,7 @@ from ._base import (
     check_layout,
 )
 from ._clients import ClientPool
-from ._kafka_metadata import await_leaders_seen, describe_leader_views
+from ._kafka_metadata import await_leaders_seen, brokers_not_seeing, describe_leader_views
 from ._kafka_nodes import _Node, _port_free, _Processes, signal_node, stop_processes
 from ._security import SASL_MECHANISMS, SECURITY_PROTOCOLS
 from .compose import _FAULT_INJECTION_METHODS, _WithoutFaultInjection
@@ -617,8 +617,18 @@ class KafkaCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _StatefulLifecy
             try:
                 live = self._live_nodes()
                 if wanted <= live:
-                    return
-                last = f"brokers in the cluster: {sorted(live)}, waiting for {sorted(wanted)}"
+                    # Every running broker must name them too, not only the one that
+                    # answered: each learns of the others from the metadata log at its
+                    # own pace, and a test may ask any of them.
+                    gone = self._down | self.frozen_brokers
+                    running = {n: (b.host, b.port) for n, b in self._brokers.items()
+                               if n not in gone}  # fmt: skip
+                    behind = brokers_not_seeing(running, wanted | set(running))
+                    if not behind:
+                        return
+                    last = f"brokers not seeing them all yet: {behind}"
+                else:
+                    last = f"brokers in the cluster: {sorted(live)}, waiting for {sorted(wanted)}"
             except Exception as exc:
                 last = exc
             if time.monotonic() >= deadline:
