@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
 from rackafka.admin.responses import (
@@ -23,6 +23,7 @@ from rackafka.errors import (
     KafkaError,
     KafkaProtocolError,
     KafkaTimeoutError,
+    LeaderNotAvailableError,
     NotControllerError,
     UnknownTopicOrPartitionError,
     for_code,
@@ -137,6 +138,33 @@ class AdminCore:
         request = METADATA.Request(topics=names, allow_auto_topic_creation=False)
         response, _ = await self._send(METADATA, lambda _v: request)
         return response
+
+    async def _partition_leaders(
+        self, partitions: Iterable[TopicPartition], what: str
+    ) -> dict[TopicPartition, int]:
+        """The leader of each of ``partitions``, from a fresh Metadata answer, for the
+        requests that go to each partition's leader (``what`` names the request in errors).
+
+        Raises:
+            UnknownTopicOrPartitionError: a partition does not exist.
+            LeaderNotAvailableError: a partition has no leader now (retriable: the callers'
+                loops ask again).
+            BrokerResponseError: a topic's error (authorization...).
+        """
+        wanted = list(partitions)
+        metadata = await self._metadata(sorted({tp.topic for tp in wanted}))
+        leaders: dict[TopicPartition, int] = {}
+        for t in metadata.topics:
+            if t.error_code and t.error_code != UnknownTopicOrPartitionError.errno:
+                raise for_code(t.error_code)(f"{what}: topic {t.name}")
+            for p in t.partitions:
+                leaders[TopicPartition(t.name, p.partition_index)] = p.leader_id
+        for tp in wanted:
+            if tp not in leaders:
+                raise UnknownTopicOrPartitionError(f"{what}: no partition {tp}")
+            if leaders[tp] < 0:
+                raise LeaderNotAvailableError(f"{what}: partition {tp} has no leader")
+        return leaders
 
     async def _get_cluster_metadata(self, topics: list[str] | None = None) -> Response:
         """The cluster's metadata (``topics``: ``None`` for every topic), in aiokafka's

@@ -12,8 +12,6 @@ from rackafka.admin import _checks as check
 from rackafka.admin._group_core import GroupCore, check_coordinator, check_group_id
 from rackafka.admin.offset_spec import ListOffsetsResultInfo, OffsetSpec
 from rackafka.errors import (
-    LeaderNotAvailableError,
-    UnknownTopicOrPartitionError,
     UnsupportedVersionError,
     for_code,
 )
@@ -100,7 +98,7 @@ class OffsetsAdmin(GroupCore):
         level: int,
         done: dict[TopicPartition, ListOffsetsResultInfo],
     ) -> None:
-        leaders = await self._partition_leaders(pending)
+        leaders = await self._partition_leaders(pending, "ListOffsets")
         by_leader: dict[int, dict[str, list[dict[str, int]]]] = {}
         for tp, ts in pending.items():
             by_leader.setdefault(leaders[tp], {}).setdefault(tp.topic, []).append(
@@ -140,29 +138,6 @@ class OffsetsAdmin(GroupCore):
                 done[tp] = ListOffsetsResultInfo(p.offset, p.timestamp, epoch)
 
         await self._settle_partitions(answers, "list_offsets", accept)
-
-    async def _partition_leaders(
-        self, partitions: Mapping[TopicPartition, Any]
-    ) -> dict[TopicPartition, int]:
-        """The leader of each of ``partitions``, from a fresh Metadata answer.
-
-        Raises:
-            UnknownTopicOrPartitionError: a partition does not exist.
-            LeaderNotAvailableError: a partition has no leader now (retriable).
-        """
-        metadata = await self._metadata(sorted({tp.topic for tp in partitions}))
-        leaders: dict[TopicPartition, int] = {}
-        for t in metadata.topics:
-            if t.error_code and t.error_code != UnknownTopicOrPartitionError.errno:
-                raise for_code(t.error_code)(f"topic {t.name}")
-            for p in t.partitions:
-                leaders[TopicPartition(t.name, p.partition_index)] = p.leader_id
-        for tp in partitions:
-            if tp not in leaders:
-                raise UnknownTopicOrPartitionError(f"no partition {tp}")
-            if leaders[tp] < 0:
-                raise LeaderNotAvailableError(f"partition {tp} has no leader")
-        return leaders
 
     # -- consumer group offsets -------------------------------------------------
 

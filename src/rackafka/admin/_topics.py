@@ -18,8 +18,6 @@ from rackafka.admin.responses import (
     TopicErrorCode,
 )
 from rackafka.errors import (
-    LeaderNotAvailableError,
-    UnknownTopicOrPartitionError,
     for_code,
 )
 from rackafka.protocol.apis.create_partitions import CREATE_PARTITIONS
@@ -287,20 +285,9 @@ class TopicsAdmin(AdminCore):
     async def _delete_once(
         self, pending: dict[TopicPartition, int], timeout: int, done: dict[TopicPartition, int]
     ) -> None:
-        metadata = await self._metadata(sorted({tp.topic for tp in pending}))
-        leaders: dict[TopicPartition, int] = {}
-        for t in metadata.topics:
-            if t.error_code and t.error_code != UnknownTopicOrPartitionError.errno:
-                # Retriable ones (a leader being elected) go again by the caller's loop.
-                raise for_code(t.error_code)(f"DeleteRecords: topic {t.name}")
-            for p in t.partitions:
-                leaders[TopicPartition(t.name, p.partition_index)] = p.leader_id
+        leaders = await self._partition_leaders(pending, "DeleteRecords")
         by_leader: dict[int, dict[str, list[dict[str, int]]]] = {}
         for tp, offset in pending.items():
-            if tp not in leaders:
-                raise UnknownTopicOrPartitionError(f"DeleteRecords: no partition {tp}")
-            if leaders[tp] < 0:
-                raise LeaderNotAvailableError(f"DeleteRecords: {tp} has no leader")
             by_leader.setdefault(leaders[tp], {}).setdefault(tp.topic, []).append(
                 {"partition_index": tp.partition, "offset": offset}
             )
