@@ -344,6 +344,23 @@ class KafkaClient:
             self._next_refresh_at = 0.0
         await asyncio.shield(self.request_update())
 
+    def force_metadata_update(self) -> asyncio.Future[bool]:
+        """aiokafka's name: start a refresh (or join the one in flight; refreshes asked for
+        in a row are paced as :meth:`refresh_metadata`'s); the future resolves to True once
+        metadata came, False if no broker answered (or the client is closed)."""
+        loop = asyncio.get_running_loop()
+        result: asyncio.Future[bool] = loop.create_future()
+
+        def done(refresh: asyncio.Future[None]) -> None:
+            if not result.done():
+                result.set_result(not refresh.cancelled() and refresh.exception() is None)
+
+        if self._closed:
+            result.set_result(False)
+        else:
+            self.request_update().add_done_callback(done)
+        return result
+
     async def wait_for_topics(self, topics: Iterable[str], timeout: float) -> None:
         """Wait until every topic of ``topics`` has partitions in metadata, as aiokafka's
         consumer ``start()`` waits for its subscribed topics (a broker that creates topics

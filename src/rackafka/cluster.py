@@ -66,6 +66,12 @@ class ClusterMetadata:
     updated_at: float = 0.0
     _listeners: list[Callable[[ClusterMetadata], None]] = field(default_factory=list, repr=False)
 
+    @property
+    def _brokers(self) -> dict[int, Broker]:
+        """aiokafka's name for :attr:`brokers` (node id -> broker), which code written for
+        aiokafka reads through a client's ``cluster``."""
+        return self.brokers
+
     # -- updates -----------------------------------------------------------------
 
     def add_listener(self, listener: Callable[[ClusterMetadata], None]) -> None:

@@ -136,3 +136,27 @@ async def test_a_group_member_starts_without_metadata_refreshes_it_does_not_need
         assert consumer.assignment() == {TopicPartition("quick-group", 0)}
     finally:
         await consumer.stop()
+
+
+async def test_the_client_names_applications_read(embedded_cluster: EmbeddedCluster) -> None:
+    """aiokafka's ``client.force_metadata_update()`` (a future of True once metadata came)
+    and ``client.cluster._brokers`` (node id -> broker), reached through a consumer's or an
+    admin client's ``_client`` by code written for aiokafka."""
+    embedded_cluster.create_topic("fw-md", 1)
+    consumer: AIOKafkaConsumer[Any, Any] = AIOKafkaConsumer(
+        "fw-md", bootstrap_servers=embedded_cluster.bootstrap_servers
+    )
+    await asyncio.wait_for(consumer.start(), WAIT)
+    try:
+        client = consumer._client
+        before = client.metadata_requests
+        assert await asyncio.wait_for(client.force_metadata_update(), WAIT) is True
+        assert client.metadata_requests == before + 1
+        brokers = client.cluster._brokers
+        assert brokers is client.cluster.brokers
+        assert sorted(brokers) == sorted(b.node_id for b in client.cluster.brokers.values())
+        assert brokers
+    finally:
+        await consumer.stop()
+    # Closed: False, not an exception.
+    assert await asyncio.wait_for(client.force_metadata_update(), WAIT) is False
