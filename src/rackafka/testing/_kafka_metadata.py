@@ -53,7 +53,7 @@ def brokers_not_seeing(brokers: Mapping[int, tuple[str, int]], wanted: set[int])
     for node_id, (host, port) in brokers.items():
         try:
             seen = brokers_seen_by(host, port)
-        except OSError as exc:
+        except Exception as exc:  # (starting: refused, closed, or not answering yet)
             behind[node_id] = repr(exc)
             continue
         if not wanted <= seen:

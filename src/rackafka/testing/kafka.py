@@ -40,7 +40,12 @@ from ._base import (
     check_layout,
 )
 from ._clients import ClientPool
-from ._kafka_metadata import await_leaders_seen, brokers_not_seeing, describe_leader_views
+from ._kafka_metadata import (
+    await_leaders_seen,
+    brokers_not_seeing,
+    brokers_seen_by,
+    describe_leader_views,
+)
 from ._kafka_nodes import _Node, _port_free, _Processes, signal_node, stop_processes
 from ._security import SASL_MECHANISMS, SECURITY_PROTOCOLS
 from .compose import _FAULT_INJECTION_METHODS, _WithoutFaultInjection
@@ -597,40 +602,39 @@ class KafkaCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _StatefulLifecy
                     self._work_dir,
                 )
 
+    def _running(self) -> dict[int, tuple[str, int]]:
+        """The brokers neither down nor frozen: id -> PLAINTEXT address."""
+        gone = self._down | self.frozen_brokers
+        return {n: (b.host, b.port) for n, b in self._brokers.items() if n not in gone}
+
     def _live_nodes(self) -> set[int]:
-        assert self._pool is not None
-        try:
-            result = self._pool.describe_cluster(timeout=5.0)
-        except Exception as exc:
-            # librdkafka sends DescribeCluster to the broker that Metadata last named as
-            # controller (with KRaft, any live broker) and keeps waiting for that one when
-            # it is the broker just stopped: ask Metadata instead, which any broker answers.
-            log.debug("DescribeCluster failed (%s): live brokers from Metadata", exc)
-            return {int(b) for b in self._pool.metadata(timeout=5.0).brokers}
-        return {n.id for n in result.nodes}
+        """The brokers that any running broker names in its own Metadata (each asked on a
+        connection of its own, not through librdkafka, whose admin client has aborted the
+        process while brokers were starting)."""
+        seen: set[int] = set()
+        errors = []
+        for node_id, (host, port) in self._running().items():
+            try:
+                seen |= brokers_seen_by(host, port)
+            except Exception as exc:  # starting, or a closed connection: ask the others
+                errors.append(f"broker {node_id}: {exc!r}")
+        if not seen and errors:
+            raise KafkaClusterError("no broker answered Metadata: " + "; ".join(errors))
+        return seen
 
     def _wait_brokers(self, wanted: set[int], timeout: float) -> None:
+        """Wait until every running broker names ``wanted`` and every other running broker
+        in its own Metadata: each learns of the others from the metadata log at its own
+        pace, and a test may ask any of them."""
         deadline = time.monotonic() + timeout
         last: object = "no answer yet"
         while True:
             self._check_alive(wanted)
-            try:
-                live = self._live_nodes()
-                if wanted <= live:
-                    # Every running broker must name them too, not only the one that
-                    # answered: each learns of the others from the metadata log at its
-                    # own pace, and a test may ask any of them.
-                    gone = self._down | self.frozen_brokers
-                    running = {n: (b.host, b.port) for n, b in self._brokers.items()
-                               if n not in gone}  # fmt: skip
-                    behind = brokers_not_seeing(running, wanted | set(running))
-                    if not behind:
-                        return
-                    last = f"brokers not seeing them all yet: {behind}"
-                else:
-                    last = f"brokers in the cluster: {sorted(live)}, waiting for {sorted(wanted)}"
-            except Exception as exc:
-                last = exc
+            running = self._running()
+            behind = brokers_not_seeing(running, wanted | set(running))
+            if not behind:
+                return
+            last = f"brokers not seeing all of {sorted(wanted | set(running))} yet: {behind}"
             if time.monotonic() >= deadline:
                 tails = "; ".join(
                     f"broker {i}: {self._tail(self._procs.nodes[i], 4)}" for i in sorted(wanted)
