@@ -105,9 +105,11 @@ class SubscriptionState:
         #: A regex the group coordinator evaluates (KIP-848 ``SubscriptionPattern``);
         #: ``topics`` are then the topics of the assigned partitions.
         self.regex: str | None = None
+        self._assignment_waiters: list[asyncio.Future[None]] = []
 
-    def assign(self, partitions: Iterable[TopicPartition]) -> None:
-        """Replace the assignment; kept partitions keep their state."""
+    def assign(self, partitions: Iterable[TopicPartition], *, taken: bool = True) -> None:
+        """Replace the assignment; kept partitions keep their state. ``taken``: an
+        assignment (resolves :meth:`wait_for_assignment`), not what a revocation left."""
         new: dict[TopicPartition, PartitionState] = {}
         for tp in partitions:
             state = self._states.get(tp)
@@ -117,6 +119,19 @@ class SubscriptionState:
             new[tp] = state
         self._states = new
         self.version += 1
+        if taken and self._assignment_waiters:
+            waiters, self._assignment_waiters = self._assignment_waiters, []
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    def wait_for_assignment(self) -> asyncio.Future[None]:
+        """aiokafka's name (code written for aiokafka awaits it through a consumer's
+        ``_subscription``): a future resolved by the next assignment, the group's or
+        ``assign()``'s, even when one is in force now."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._assignment_waiters.append(waiter)
+        return waiter
 
     def unassign(self) -> None:
         self._states = {}

@@ -160,3 +160,40 @@ async def test_the_client_names_applications_read(embedded_cluster: EmbeddedClus
         await consumer.stop()
     # Closed: False, not an exception.
     assert await asyncio.wait_for(client.force_metadata_update(), WAIT) is False
+
+
+async def test_wait_for_assignment_resolves_on_the_next_assignment(
+    embedded_cluster: EmbeddedCluster,
+) -> None:
+    """aiokafka's ``_subscription.wait_for_assignment()``: a future resolved by the next
+    assignment (a rebalance's or ``assign()``'s), not by the revocation before it."""
+    embedded_cluster.create_topic("fw-wa", 2)
+    embedded_cluster.create_topic("fw-wb", 1)
+    consumer: AIOKafkaConsumer[Any, Any] = AIOKafkaConsumer(
+        bootstrap_servers=embedded_cluster.bootstrap_servers,
+        group_id="g-fw-wait",
+        session_timeout_ms=3000,
+        heartbeat_interval_ms=200,
+        partition_assignment_strategy="range",  # (eager: everything is revoked first)
+    )
+    consumer.subscribe(["fw-wa"])
+    await asyncio.wait_for(consumer.start(), WAIT)
+    try:
+        waiter = consumer._subscription.wait_for_assignment()
+        await asyncio.sleep(0.3)
+        assert not waiter.done()  # the assignment in force does not resolve it
+        consumer.subscribe(["fw-wa", "fw-wb"])
+        await asyncio.wait_for(waiter, WAIT)
+        assert TopicPartition("fw-wb", 0) in consumer.assignment()
+    finally:
+        await consumer.stop()
+    manual: AIOKafkaConsumer[Any, Any] = AIOKafkaConsumer(
+        bootstrap_servers=embedded_cluster.bootstrap_servers
+    )
+    await manual.start()
+    try:
+        waiter = manual._subscription.wait_for_assignment()
+        manual.assign([TopicPartition("fw-wb", 0)])
+        assert waiter.done()
+    finally:
+        await manual.stop()

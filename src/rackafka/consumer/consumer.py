@@ -249,6 +249,7 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
         # ``_subscription``: aiokafka's name, which frameworks' rebalance listeners read.
         self._subs = self._subscription = SubscriptionState(cfg["auto_offset_reset"])
         self._group_id = group_id
+        self._group_instance_id = group_instance_id  # (aiokafka's name, read by some code)
         if group_id is not None:
             self._subs.initial_reset = COMMITTED
         self._group_protocol = cfg["group_protocol"]
@@ -536,11 +537,14 @@ class AIOKafkaConsumer(AsyncRole, Generic[KT, VT]):
         }
         return True
 
-    def _group_assigned(self, assigned: set[TopicPartition], added: set[TopicPartition]) -> None:
-        """The group coordinator's assignment (listeners are its business)."""
+    def _group_assigned(
+        self, assigned: set[TopicPartition], added: set[TopicPartition], taken: bool
+    ) -> None:
+        """The group coordinator's assignment, or what a revocation left (``taken``
+        False); listeners are its business."""
         if self._manual:
             return  # assign() after unsubscribe(): the group's revoke leaves it alone
-        self._subs.assign(sorted(assigned))
+        self._subs.assign(sorted(assigned), taken=taken)
         if self._fetcher is not None:
             self._fetcher.on_assignment()
 

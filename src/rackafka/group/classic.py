@@ -444,7 +444,7 @@ class ClassicProtocol:
                 # KIP-429: the partitions given up go to their new owner in a follow-up round.
                 session.need_rejoin = True
         # New partitions start from their committed offsets (the fetcher looks them up).
-        listeners.assign(assigned, added)
+        listeners.assign(assigned, added, taken=True)
         listeners.assigned_event.set()
         log.info(
             "group %s generation %d: assigned %s",

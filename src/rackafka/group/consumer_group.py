@@ -398,7 +398,7 @@ class ConsumerGroupProtocol:
             await listeners.revoke(revoked)  # commits first (auto commit), tells the listener
         if revoked or added or not listeners.assigned_event.is_set():
             assigned = (owned - revoked) | added
-            listeners.assign(assigned, added)
+            listeners.assign(assigned, added, taken=True)
             listeners.assigned_event.set()
             log.info(
                 "group %s epoch %d: assigned %s (added %d, revoked %d)",

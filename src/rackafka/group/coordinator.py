@@ -77,8 +77,9 @@ class GroupCoordinator:
         client: the consumer's client.
         subscriptions: the consumer's subscription state.
         assignors: the classic protocol's partition assignors, in order of preference.
-        on_assignment: called with the member's partitions (and those added) whenever
-            they change.
+        on_assignment: called with the member's partitions, those added, and whether it
+            is a rebalance's assignment (False: what a revocation or a leave left),
+            whenever they change.
         listener: returns the application's current rebalance listener (or None).
         pattern: matches the subscription's pattern against the cluster's topics.
         protocol: makes the group protocol strategy (default: the classic protocol with
@@ -101,7 +102,7 @@ class GroupCoordinator:
         enable_auto_commit: bool,
         auto_commit_interval_ms: float,
         client_rack: str | None,
-        on_assignment: Callable[[set[TopicPartition], set[TopicPartition]], Any],
+        on_assignment: Callable[[set[TopicPartition], set[TopicPartition], bool], Any],
         listener: Callable[[], Any],
         exclude_internal_topics: bool = True,
         pattern: Callable[[], Any] | None = None,

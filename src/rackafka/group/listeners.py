@@ -33,7 +33,7 @@ class Listeners:
         session: GroupSession,
         offsets: GroupOffsets,
         *,
-        on_assignment: Callable[[set[TopicPartition], set[TopicPartition]], Any],
+        on_assignment: Callable[[set[TopicPartition], set[TopicPartition], bool], Any],
         listener: Callable[[], Any],
     ) -> None:
         self._session = session
@@ -60,10 +60,13 @@ class Listeners:
             await self._listener_idle.wait()
             await self.leave_done.wait()
 
-    def assign(self, assigned: set[TopicPartition], added: set[TopicPartition]) -> None:
-        """Hand the group's assignment to the consumer."""
+    def assign(
+        self, assigned: set[TopicPartition], added: set[TopicPartition], *, taken: bool = False
+    ) -> None:
+        """Hand the group's partitions to the consumer: ``taken`` for a rebalance's
+        assignment, not for what is left after a revocation or a leave."""
         self.owned = set(assigned)
-        self._on_assignment(assigned, added)
+        self._on_assignment(assigned, added, taken)
 
     async def call(
         self, fn: Callable[[set[TopicPartition]], Any], tps: set[TopicPartition]
