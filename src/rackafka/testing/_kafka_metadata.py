@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from rackafka.protocol import frames
 from rackafka.protocol.apis.metadata import METADATA
 
-from ._base import _recv_exact
+from ._base import EmbeddedClusterError, _recv_exact
 
 _VERSION = 12  # Kafka 3.1 to 4.x
 
@@ -44,6 +44,26 @@ def brokers_seen_by(host: str, port: int, timeout: float = 5.0) -> set[int]:
         body = _recv_exact(sock, size)
     response = frames.decode_response(METADATA, _VERSION, body)
     return {b.node_id for b in response.brokers}
+
+
+def brokers_named(brokers: Mapping[int, tuple[str, int]]) -> set[int]:
+    """The brokers that any of ``brokers`` (id -> address) names in its own Metadata, each
+    asked on a connection of its own: not through librdkafka's admin client, which has
+    aborted the process when its requests timed out while brokers were starting.
+
+    Raises:
+        EmbeddedClusterError: none of them answered.
+    """
+    seen: set[int] = set()
+    errors = []
+    for node_id, (host, port) in brokers.items():
+        try:
+            seen |= brokers_seen_by(host, port)
+        except Exception as exc:  # starting, or a closed connection: ask the others
+            errors.append(f"broker {node_id}: {exc!r}")
+    if not seen and errors:
+        raise EmbeddedClusterError("no broker answered Metadata: " + "; ".join(errors))
+    return seen
 
 
 def brokers_not_seeing(brokers: Mapping[int, tuple[str, int]], wanted: set[int]) -> dict[int, str]:

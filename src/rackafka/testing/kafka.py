@@ -42,8 +42,8 @@ from ._base import (
 from ._clients import ClientPool
 from ._kafka_metadata import (
     await_leaders_seen,
+    brokers_named,
     brokers_not_seeing,
-    brokers_seen_by,
     describe_leader_views,
 )
 from ._kafka_nodes import _Node, _port_free, _Processes, signal_node, stop_processes
@@ -608,19 +608,7 @@ class KafkaCluster(_WithoutFaultInjection, _BrokerMetadataMixin, _StatefulLifecy
         return {n: (b.host, b.port) for n, b in self._brokers.items() if n not in gone}
 
     def _live_nodes(self) -> set[int]:
-        """The brokers that any running broker names in its own Metadata (each asked on a
-        connection of its own, not through librdkafka, whose admin client has aborted the
-        process while brokers were starting)."""
-        seen: set[int] = set()
-        errors = []
-        for node_id, (host, port) in self._running().items():
-            try:
-                seen |= brokers_seen_by(host, port)
-            except Exception as exc:  # starting, or a closed connection: ask the others
-                errors.append(f"broker {node_id}: {exc!r}")
-        if not seen and errors:
-            raise KafkaClusterError("no broker answered Metadata: " + "; ".join(errors))
-        return seen
+        return brokers_named(self._running())
 
     def _wait_brokers(self, wanted: set[int], timeout: float) -> None:
         """Wait until every running broker names ``wanted`` and every other running broker
