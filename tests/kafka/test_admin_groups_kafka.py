@@ -25,7 +25,9 @@ from rackafka.testing import KafkaCluster
 
 from ._flow import PATIENCE, unique
 
-BASE_TS = 1_700_000_000_000
+# Recent, on a whole minute: records older than the topic's retention (7 days) may be
+# deleted by the broker at any moment, the active segment included.
+BASE_TS = (int(time.time()) // 60 - 10) * 60_000
 
 
 @pytest.fixture
