@@ -212,7 +212,9 @@ async def test_a_coordinator_that_is_down_is_looked_up_with_backoff(
     c = embedded_cluster
     c.create_topic("cdown", partitions=2, replication_factor=3)
     c.set_coordinator("group", "g-cdown", 2)
-    consumer = group_consumer(c, "g-cdown", retry_backoff_ms=100, session_timeout_ms=6000)
+    # (The session outlasts the outage and the look-ups after it with room to spare: the
+    # mock coordinator's session clock runs on while the broker is down.)
+    consumer = group_consumer(c, "g-cdown", retry_backoff_ms=100, session_timeout_ms=12000)
     consumer.subscribe(["cdown"])
     await consumer.start()
     coordinator = consumer._coordinator
