@@ -9,6 +9,7 @@ import socket
 import struct
 import time
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from rackafka.protocol import frames
 from rackafka.protocol.apis.metadata import METADATA
@@ -18,17 +19,24 @@ from ._base import EmbeddedClusterError, _recv_exact
 _VERSION = 12  # Kafka 3.1 to 4.x
 
 
-def leaders_seen_by(host: str, port: int, topic: str, timeout: float = 5.0) -> dict[int, int]:
-    """Partition -> leader id of ``topic`` as the broker at ``host:port`` sees it ({} when
-    it does not know the topic)."""
-    request = METADATA.Request(topics=[{"name": topic}], allow_auto_topic_creation=False)
+def metadata_of(host: str, port: int, topics: list[str], timeout: float = 5.0) -> Any:
+    """The Metadata answer of the broker at ``host:port`` alone, for ``topics`` (none: the
+    brokers only), on a connection of its own."""
+    request = METADATA.Request(
+        topics=[{"name": t} for t in topics], allow_auto_topic_creation=False
+    )
     frame = frames.encode_request(METADATA, _VERSION, 1, "rackafka-testing", request)
     with socket.create_connection((host, port), timeout=timeout) as sock:
         sock.sendall(frame)
         size = struct.unpack(">i", _recv_exact(sock, 4))[0]
         body = _recv_exact(sock, size)
-    response = frames.decode_response(METADATA, _VERSION, body)
-    for t in response.topics:
+    return frames.decode_response(METADATA, _VERSION, body)
+
+
+def leaders_seen_by(host: str, port: int, topic: str, timeout: float = 5.0) -> dict[int, int]:
+    """Partition -> leader id of ``topic`` as the broker at ``host:port`` sees it ({} when
+    it does not know the topic)."""
+    for t in metadata_of(host, port, [topic], timeout).topics:
         if t.name == topic and not t.error_code:
             return {p.partition_index: p.leader_id for p in t.partitions}
     return {}
@@ -36,14 +44,7 @@ def leaders_seen_by(host: str, port: int, topic: str, timeout: float = 5.0) -> d
 
 def brokers_seen_by(host: str, port: int, timeout: float = 5.0) -> set[int]:
     """Ids of the brokers that the broker at ``host:port`` names in its Metadata."""
-    request = METADATA.Request(topics=[], allow_auto_topic_creation=False)
-    frame = frames.encode_request(METADATA, _VERSION, 1, "rackafka-testing", request)
-    with socket.create_connection((host, port), timeout=timeout) as sock:
-        sock.sendall(frame)
-        size = struct.unpack(">i", _recv_exact(sock, 4))[0]
-        body = _recv_exact(sock, size)
-    response = frames.decode_response(METADATA, _VERSION, body)
-    return {b.node_id for b in response.brokers}
+    return {b.node_id for b in metadata_of(host, port, [], timeout).brokers}
 
 
 def brokers_named(brokers: Mapping[int, tuple[str, int]]) -> set[int]:
